@@ -1,0 +1,45 @@
+# The two commands: `make run` starts a control plane, `make test` runs every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_DEV := $(VENV)/.installed-dev
+ARGS ?=
+
+.PHONY: run test lint typecheck layers unit e2e bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@ $(STAMP_RUN)
+
+run: $(STAMP_RUN)
+	$(BIN)/kplane serve $(ARGS)
+
+lint: $(STAMP_DEV)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP_DEV)
+	$(BIN)/mypy
+
+layers: $(STAMP_DEV)
+	$(BIN)/lint-imports
+
+unit: $(STAMP_DEV)
+	$(BIN)/pytest -q tests
+
+test: lint typecheck layers unit
+
+bench: $(STAMP_RUN)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Helpers with no Kubernetes knowledge: the injectable clock, backoff, task helpers."""

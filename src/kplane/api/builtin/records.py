@@ -1,0 +1,224 @@
+"""The built-in resource table.
+
+One line per resource: what discovery advertises (names, short names, categories, verbs), which
+subresources exist and how the registry treats it (generation tracking, what DELETE returns).
+Values follow kube-apiserver 1.32.
+"""
+
+from __future__ import annotations
+
+from kplane.api.catalog import ALL_VERBS, Catalog, ResourceRecord, ScaleSpec, Scope
+
+
+def _r(
+    group: str,
+    version: str,
+    plural: str,
+    kind: str,
+    scope: Scope = "Namespaced",
+    *,
+    short: tuple[str, ...] = (),
+    cats: tuple[str, ...] = (),
+    status: bool = False,
+    scale: bool = False,
+    generation: bool = False,
+    returns_object: bool = False,
+    verbs: tuple[str, ...] = ALL_VERBS,
+    extra: tuple[str, ...] = (),
+) -> ResourceRecord:
+    return ResourceRecord(
+        group=group,
+        version=version,
+        plural=plural,
+        singular=kind.lower(),
+        kind=kind,
+        list_kind=kind + "List",
+        scope=scope,
+        short_names=short,
+        categories=cats,
+        verbs=verbs,
+        has_status=status,
+        scale=ScaleSpec() if scale else None,
+        storage_version=version,
+        return_deleted_object=returns_object,
+        tracks_generation=generation,
+        extra_subresources=extra,
+    )
+
+
+_ALL = ("all",)
+
+BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
+    # core/v1
+    _r("", "v1", "configmaps", "ConfigMap", short=("cm",)),
+    _r("", "v1", "endpoints", "Endpoints", short=("ep",)),
+    _r("", "v1", "events", "Event", short=("ev",)),
+    _r("", "v1", "limitranges", "LimitRange", short=("limits",)),
+    _r(
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        "Cluster",
+        short=("ns",),
+        status=True,
+        returns_object=True,
+        verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+        extra=("finalize",),
+    ),
+    _r("", "v1", "nodes", "Node", "Cluster", short=("no",), status=True, returns_object=True),
+    _r(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        short=("pvc",),
+        status=True,
+        returns_object=True,
+    ),
+    _r(
+        "",
+        "v1",
+        "persistentvolumes",
+        "PersistentVolume",
+        "Cluster",
+        short=("pv",),
+        status=True,
+        returns_object=True,
+    ),
+    _r(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        short=("po",),
+        cats=_ALL,
+        status=True,
+        returns_object=True,
+        extra=("log", "binding", "eviction"),
+    ),
+    _r("", "v1", "podtemplates", "PodTemplate"),
+    _r(
+        "",
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        short=("rc",),
+        cats=_ALL,
+        status=True,
+        scale=True,
+        generation=True,
+    ),
+    _r("", "v1", "resourcequotas", "ResourceQuota", short=("quota",), status=True),
+    _r("", "v1", "secrets", "Secret"),
+    _r("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",), returns_object=True),
+    _r(
+        "",
+        "v1",
+        "services",
+        "Service",
+        short=("svc",),
+        cats=_ALL,
+        status=True,
+        returns_object=True,
+        verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+    ),
+    # apps/v1
+    _r("apps", "v1", "controllerrevisions", "ControllerRevision"),
+    _r("apps", "v1", "daemonsets", "DaemonSet", short=("ds",), cats=_ALL, status=True, generation=True),
+    _r(
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        short=("deploy",),
+        cats=_ALL,
+        status=True,
+        scale=True,
+        generation=True,
+    ),
+    _r(
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        short=("rs",),
+        cats=_ALL,
+        status=True,
+        scale=True,
+        generation=True,
+    ),
+    _r(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        short=("sts",),
+        cats=_ALL,
+        status=True,
+        scale=True,
+        generation=True,
+    ),
+    # autoscaling
+    _r(
+        "autoscaling",
+        "v2",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+        short=("hpa",),
+        cats=_ALL,
+        status=True,
+        generation=True,
+    ),
+    # batch/v1
+    _r("batch", "v1", "cronjobs", "CronJob", short=("cj",), cats=_ALL, status=True, generation=True),
+    _r("batch", "v1", "jobs", "Job", cats=_ALL, status=True, generation=True),
+    # coordination.k8s.io/v1
+    _r("coordination.k8s.io", "v1", "leases", "Lease"),
+    # discovery.k8s.io/v1
+    _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
+    # events.k8s.io/v1
+    _r("events.k8s.io", "v1", "events", "Event", short=("ev",)),
+    # networking.k8s.io/v1
+    _r("networking.k8s.io", "v1", "ingressclasses", "IngressClass", "Cluster"),
+    _r("networking.k8s.io", "v1", "ingresses", "Ingress", short=("ing",), status=True, generation=True),
+    _r("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", short=("netpol",), generation=True),
+    # policy/v1
+    _r(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        short=("pdb",),
+        status=True,
+        generation=True,
+    ),
+    # rbac.authorization.k8s.io/v1
+    _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", "Cluster"),
+    _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", "Cluster"),
+    _r("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
+    _r("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    # scheduling.k8s.io/v1
+    _r("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", "Cluster", short=("pc",)),
+    # storage.k8s.io/v1
+    _r("storage.k8s.io", "v1", "storageclasses", "StorageClass", "Cluster", short=("sc",)),
+    # apiextensions.k8s.io/v1
+    _r(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        "Cluster",
+        short=("crd", "crds"),
+        status=True,
+        generation=True,
+    ),
+)
+
+# Kinds whose singular name is not simply the lower-cased kind.
+assert all(r.singular == r.kind.lower() for r in BUILTIN_RECORDS)
+
+
+def builtin_catalog() -> Catalog:
+    """A fresh catalog holding every built-in record."""
+    return Catalog(BUILTIN_RECORDS)

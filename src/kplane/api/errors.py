@@ -1,0 +1,348 @@
+"""The one error tree of kplane and its mapping to and from Kubernetes ``Status`` objects.
+
+Server code raises these; the HTTP layer turns them into ``Status`` bodies with ``to_status``. Client
+code turns a server's ``Status`` back into the same classes with ``from_status``, so both sides
+agree on one vocabulary::
+
+    APIError (code, reason, message, details)
+    ├── BadRequest            400 BadRequest
+    ├── Unauthorized          401 Unauthorized
+    ├── Forbidden             403 Forbidden
+    ├── NotFound              404 NotFound
+    ├── MethodNotAllowed      405 MethodNotAllowed
+    ├── NotAcceptable         406 NotAcceptable
+    ├── Conflict              409 Conflict
+    │   └── AlreadyExists     409 AlreadyExists
+    ├── Gone                  410 Expired | Gone
+    ├── RequestEntityTooLarge 413 RequestEntityTooLarge
+    ├── UnsupportedMediaType  415 UnsupportedMediaType
+    ├── Invalid               422 Invalid (details.causes: one per field error)
+    ├── TooManyRequests       429 TooManyRequests
+    ├── InternalError         500 InternalError
+    ├── ServiceUnavailable    503 ServiceUnavailable
+    └── Timeout               504 Timeout
+
+Messages follow upstream's ``k8s.io/apimachinery/pkg/api/errors`` wording, because users and
+tools match on them. ``TerminalError`` is a marker mixin for failures a controller must not retry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kplane.api.gvk import GroupResource
+
+Status = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """One field error: ``reason`` is a ``FieldValue*`` type, ``field`` a path like ``spec.replicas``."""
+
+    reason: str
+    message: str
+    field: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"reason": self.reason, "message": self.message}
+        if self.field:
+            out["field"] = self.field
+        return out
+
+
+# Field error types and their human strings (apimachinery util/validation/field).
+FIELD_ERROR_TEXT = {
+    "FieldValueNotFound": "Not found",
+    "FieldValueRequired": "Required value",
+    "FieldValueDuplicate": "Duplicate value",
+    "FieldValueInvalid": "Invalid value",
+    "FieldValueNotSupported": "Unsupported value",
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueTooLong": "Too long",
+    "FieldValueTooMany": "Too many",
+    "InternalError": "Internal error",
+    "FieldValueTypeInvalid": "Invalid value",
+}
+
+
+def _go_value(value: Any) -> str:
+    """Render a value as upstream's field errors do: strings quoted, numbers and bools bare."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if value is None:
+        return "null"
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """A validation failure at one field; renders as upstream's ``field.Error``."""
+
+    type: str  # a key of FIELD_ERROR_TEXT
+    field: str
+    detail: str = ""
+    value: Any = None
+    has_value: bool = True
+
+    def body(self) -> str:
+        text = FIELD_ERROR_TEXT.get(self.type, "Invalid value")
+        if self.type in ("FieldValueRequired", "FieldValueForbidden", "FieldValueTooLong", "InternalError"):
+            out = text
+        elif self.has_value:
+            out = f"{text}: {_go_value(self.value)}"
+        else:
+            out = text
+        if self.detail:
+            out += f": {self.detail}"
+        return out
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body()}" if self.field else self.body()
+
+    def cause(self) -> Cause:
+        return Cause(self.type, self.body(), self.field)
+
+
+def required(path: str, detail: str = "") -> FieldError:
+    return FieldError("FieldValueRequired", path, detail, has_value=False)
+
+
+def invalid(path: str, value: Any, detail: str) -> FieldError:
+    return FieldError("FieldValueInvalid", path, detail, value)
+
+
+def forbidden(path: str, detail: str) -> FieldError:
+    return FieldError("FieldValueForbidden", path, detail, has_value=False)
+
+
+def not_supported(path: str, value: Any, allowed: list[str]) -> FieldError:
+    detail = "supported values: " + ", ".join(f'"{a}"' for a in allowed)
+    return FieldError("FieldValueNotSupported", path, detail, value)
+
+
+class APIError(Exception):
+    """An API failure with everything a ``Status`` carries."""
+
+    message: str
+    details: dict[str, Any]
+    code: int
+    reason: str
+    retry_after: int | None
+    default_code: ClassVar[int] = 500
+    default_reason: ClassVar[str] = "InternalError"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        code: int | None = None,
+        reason: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+        self.code = code if code is not None else self.default_code
+        self.reason = reason if reason is not None else self.default_reason
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        return self.message
+
+    @property
+    def causes(self) -> list[Cause]:
+        return [
+            Cause(c.get("reason", ""), c.get("message", ""), c.get("field", ""))
+            for c in self.details.get("causes", [])
+        ]
+
+    def to_status(self) -> Status:
+        """The ``Status`` body upstream sends for this error."""
+        status: Status = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "details": dict(self.details),
+            "code": self.code,
+        }
+        if self.retry_after is not None:
+            status["details"]["retryAfterSeconds"] = self.retry_after
+        if not status["details"]:
+            del status["details"]
+        return status
+
+
+class TerminalError(Exception):
+    """Marker mixin: a failure that retrying cannot fix."""
+
+
+class BadRequest(APIError, TerminalError):
+    default_code, default_reason = 400, "BadRequest"
+
+
+class Unauthorized(APIError):
+    default_code, default_reason = 401, "Unauthorized"
+
+
+class Forbidden(APIError):
+    default_code, default_reason = 403, "Forbidden"
+
+
+class NotFound(APIError):
+    default_code, default_reason = 404, "NotFound"
+
+
+class MethodNotAllowed(APIError, TerminalError):
+    default_code, default_reason = 405, "MethodNotAllowed"
+
+
+class NotAcceptable(APIError, TerminalError):
+    default_code, default_reason = 406, "NotAcceptable"
+
+
+class Conflict(APIError):
+    default_code, default_reason = 409, "Conflict"
+
+
+class AlreadyExists(Conflict):
+    default_code, default_reason = 409, "AlreadyExists"
+
+
+class Gone(APIError):
+    default_code, default_reason = 410, "Expired"
+
+
+class RequestEntityTooLarge(APIError, TerminalError):
+    default_code, default_reason = 413, "RequestEntityTooLarge"
+
+
+class UnsupportedMediaType(APIError, TerminalError):
+    default_code, default_reason = 415, "UnsupportedMediaType"
+
+
+class Invalid(APIError, TerminalError):
+    default_code, default_reason = 422, "Invalid"
+
+
+class TooManyRequests(APIError):
+    default_code, default_reason = 429, "TooManyRequests"
+
+
+class InternalError(APIError):
+    default_code, default_reason = 500, "InternalError"
+
+
+class ServiceUnavailable(APIError):
+    default_code, default_reason = 503, "ServiceUnavailable"
+
+
+class Timeout(APIError):
+    default_code, default_reason = 504, "Timeout"
+
+
+_BY_REASON: dict[str, type[APIError]] = {
+    "BadRequest": BadRequest,
+    "Unauthorized": Unauthorized,
+    "Forbidden": Forbidden,
+    "NotFound": NotFound,
+    "MethodNotAllowed": MethodNotAllowed,
+    "NotAcceptable": NotAcceptable,
+    "Conflict": Conflict,
+    "AlreadyExists": AlreadyExists,
+    "Expired": Gone,
+    "Gone": Gone,
+    "RequestEntityTooLarge": RequestEntityTooLarge,
+    "UnsupportedMediaType": UnsupportedMediaType,
+    "Invalid": Invalid,
+    "TooManyRequests": TooManyRequests,
+    "InternalError": InternalError,
+    "ServiceUnavailable": ServiceUnavailable,
+    "Timeout": Timeout,
+}
+_BY_CODE: dict[int, type[APIError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotAllowed,
+    406: NotAcceptable,
+    409: Conflict,
+    410: Gone,
+    413: RequestEntityTooLarge,
+    415: UnsupportedMediaType,
+    422: Invalid,
+    429: TooManyRequests,
+    500: InternalError,
+    503: ServiceUnavailable,
+    504: Timeout,
+}
+
+
+def from_status(status: Status, *, http_code: int | None = None) -> APIError:
+    """Rebuild the typed error from a ``Status`` body (client side). Unknown reasons map by code."""
+    code = int(status.get("code") or http_code or 500)
+    reason = str(status.get("reason") or "")
+    cls = _BY_REASON.get(reason) or _BY_CODE.get(code) or APIError
+    details = status.get("details") or {}
+    retry = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+    return cls(
+        str(status.get("message") or reason or f"HTTP {code}"),
+        details=dict(details) if isinstance(details, dict) else {},
+        code=code,
+        reason=reason or cls.default_reason,
+        retry_after=int(retry) if isinstance(retry, int) else None,
+    )
+
+
+# Constructors with upstream's exact messages.
+
+
+def _details(gr: GroupResource, name: str) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": name, "kind": gr.resource} if name else {"kind": gr.resource}
+    if gr.group:
+        d["group"] = gr.group
+    return d
+
+
+def not_found(gr: GroupResource, name: str) -> NotFound:
+    return NotFound(f'{gr} "{name}" not found', details=_details(gr, name))
+
+
+def already_exists(gr: GroupResource, name: str) -> AlreadyExists:
+    return AlreadyExists(f'{gr} "{name}" already exists', details=_details(gr, name))
+
+
+def conflict(gr: GroupResource, name: str, why: str) -> Conflict:
+    return Conflict(f'Operation cannot be fulfilled on {gr} "{name}": {why}', details=_details(gr, name))
+
+
+OBJECT_MODIFIED = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def modified_conflict(gr: GroupResource, name: str) -> Conflict:
+    """The 409 of an update whose resourceVersion is not the stored one."""
+    return conflict(gr, name, OBJECT_MODIFIED)
+
+
+def invalid_object(kind: str, group: str, name: str, errs: list[FieldError]) -> Invalid:
+    """422 with one cause per field error; note ``kind`` (not resource) as upstream does."""
+    qualified = f"{kind}.{group}" if group else kind
+    text = str(errs[0]) if len(errs) == 1 else "[" + ", ".join(str(e) for e in errs) + "]"
+    details: dict[str, Any] = {"name": name, "kind": kind, "causes": [e.cause().to_dict() for e in errs]}
+    if group:
+        details["group"] = group
+    return Invalid(f'{qualified} "{name}" is invalid: {text}', details=details)
+
+
+def resource_not_found() -> NotFound:
+    """404 for a path that names no resource."""
+    return NotFound("the server could not find the requested resource", details={})

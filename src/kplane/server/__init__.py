@@ -1,0 +1,1 @@
+"""kplane server: a Kubernetes-compatible API server (storage -> registry -> endpoints -> app)."""

@@ -1,0 +1,43 @@
+"""Storage: the etcd-shaped key-value model every backend implements (see ``interface``).
+
+Backends: ``memory`` (tests), ``sqlite`` (embedded default). ``cacher`` decorates any backend and
+serves lists and watches from memory.
+"""
+
+from kplane.server.storage.interface import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    Event,
+    Expired,
+    KeyExists,
+    KeyNotFound,
+    ListResult,
+    Object,
+    Preconditions,
+    PreconditionFailed,
+    Storage,
+    StorageError,
+    TooLargeRevision,
+    UpdateFunc,
+    Watch,
+)
+
+__all__ = [
+    "ADDED",
+    "DELETED",
+    "MODIFIED",
+    "Event",
+    "Expired",
+    "KeyExists",
+    "KeyNotFound",
+    "ListResult",
+    "Object",
+    "PreconditionFailed",
+    "Preconditions",
+    "Storage",
+    "StorageError",
+    "TooLargeRevision",
+    "UpdateFunc",
+    "Watch",
+]
