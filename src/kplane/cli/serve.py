@@ -1,0 +1,85 @@
+"""``kplane serve``: run a control plane in this process until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_T0 = time.monotonic()
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("serve", help="run a Kubernetes-compatible API server")
+    p.add_argument(
+        "--data-dir", type=Path, default=Path(".kplane"), help="state, PKI and kubeconfig (default ./.kplane)"
+    )
+    p.add_argument("--port", type=int, default=6443, help="HTTPS port (default 6443; 0 picks a free port)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, loopback only)"
+    )
+    p.add_argument(
+        "--storage", choices=("sqlite", "memory"), default="sqlite", help="storage backend (default sqlite)"
+    )
+    p.add_argument(
+        "--insecure-port",
+        type=int,
+        default=None,
+        help="also serve plain HTTP on 127.0.0.1 at this port, without authentication (opt-in)",
+    )
+    p.add_argument("--token-file", type=Path, default=None, help='static token file: token,user,uid,"g1,g2"')
+    p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kplane.server.app import APIServer, ServerConfig
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    config = ServerConfig(
+        data_dir=args.data_dir,
+        host=args.host,
+        port=args.port,
+        storage=args.storage,
+        insecure_port=args.insecure_port,
+        token_file=args.token_file,
+    )
+    try:
+        import uvloop
+
+        runner: Any = uvloop.run
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        runner = asyncio.run
+
+    async def main() -> int:
+        server = APIServer(config)
+        try:
+            await server.start()
+        except OSError as err:
+            print(
+                f"kplane: cannot listen on {config.host}:{config.port}: {err.strerror or err}",
+                file=sys.stderr,
+            )
+            return 1
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        elapsed = time.monotonic() - _T0
+        print(f"kplane: serving {server.url} (ready in {elapsed:.2f}s, storage {config.storage})", flush=True)
+        if server.insecure_url:
+            print(f"kplane: insecure HTTP (no authentication) on {server.insecure_url}", flush=True)
+        print(f"export KUBECONFIG={server.kubeconfig_path.resolve()}", flush=True)
+        await stop.wait()
+        await server.stop()
+        return 0
+
+    result: int = runner(main())
+    return result

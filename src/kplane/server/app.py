@@ -1,0 +1,164 @@
+"""The API server: configuration, assembly of its parts, and its lifecycle.
+
+``APIServer.start`` opens storage, fills the cache, bootstraps namespaces, generates (or reuses) the
+PKI and admin kubeconfig, and listens; ``ready`` is true once requests can be served; ``stop``
+closes listeners first, then watches, then storage, so no acknowledged write is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from aiohttp import web
+
+from kplane._util.clock import Clock, RealClock
+from kplane.api.builtin import builtin_catalog
+from kplane.api.catalog import Catalog
+from kplane.server.auth import authn, certs, kubeconfig
+from kplane.server.endpoints import installer, nonresource
+from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
+from kplane.server.filters import chain
+from kplane.server.registry.namespaces import NamespaceLifecycle
+from kplane.server.registry.store import Registry
+from kplane.server.storage.cacher import CachedStorage
+
+log = logging.getLogger("kplane.server")
+
+
+@dataclass
+class ServerConfig:
+    """How to run a server. Defaults: HTTPS on 127.0.0.1:6443, SQLite in ``./.kplane``."""
+
+    data_dir: Path = Path(".kplane")
+    host: str = "127.0.0.1"
+    port: int = 6443
+    storage: Literal["sqlite", "memory"] = "sqlite"
+    insecure_port: int | None = None
+    token_file: Path | None = None
+    watch_bookmark_interval: float = 60.0
+    history_window: int = 10_000
+    kubeconfig_path: Path | None = None
+    clock: Clock = field(default_factory=RealClock)
+
+
+class APIServer:
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.catalog: Catalog = builtin_catalog()
+        self.storage: CachedStorage | None = None
+        self.registry: Registry | None = None
+        self.pki: certs.PKI | None = None
+        self.url = ""
+        self.insecure_url = ""
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+        self._namespaces: NamespaceLifecycle | None = None
+        self._ready = False
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.config.kubeconfig_path or self.config.data_dir / "kubeconfig"
+
+    def ready(self) -> bool:
+        return self._ready
+
+    async def start(self) -> None:
+        cfg = self.config
+        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(cfg.data_dir, 0o700)
+        backend: Any
+        if cfg.storage == "memory":
+            from kplane.server.storage.memory import MemoryStorage
+
+            backend = MemoryStorage(window=cfg.history_window)
+        else:
+            from kplane.server.storage.sqlite import SQLiteStorage
+
+            backend = SQLiteStorage(str(cfg.data_dir / "state.db"), history_window=cfg.history_window)
+        self.storage = CachedStorage(backend, window=cfg.history_window, clock=cfg.clock)
+        await self.storage.start()
+        self.registry = Registry(self.storage, cfg.clock)
+        self._namespaces = NamespaceLifecycle(self.registry, self.catalog, cfg.clock)
+        await self._namespaces.bootstrap()
+
+        hosts = list(certs.DEFAULT_HOSTS)
+        if cfg.host not in hosts and cfg.host not in ("0.0.0.0", "::"):
+            hosts.append(cfg.host)
+        self.pki = certs.ensure_pki(cfg.data_dir, hosts=hosts, clock=cfg.clock)
+        authenticator = authn.Authenticator.from_pki(self.pki, token_file=cfg.token_file)
+
+        nonres = nonresource.NonResource(self.catalog, ready=self.ready)
+        handler = installer.APIHandler(
+            catalog=self.catalog,
+            registry=self.registry,
+            storage=self.storage,
+            clock=cfg.clock,
+            nonresource=nonres,
+            watch_bookmark_interval=cfg.watch_bookmark_interval,
+        )
+        app = web.Application(middlewares=chain.build(authenticator), client_max_size=MAX_BODY_BYTES)  # type: ignore[arg-type]
+        app.router.add_route("*", "/{tail:.*}", handler)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+
+        sock = _bind(cfg.host, cfg.port)
+        self.port = sock.getsockname()[1]
+        site = web.SockSite(self._runner, sock, ssl_context=self.pki.ssl_server_context())
+        await site.start()
+        host_for_url = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+        if cfg.host in ("0.0.0.0", "::"):
+            host_for_url = "127.0.0.1"
+        self.url = f"https://{host_for_url}:{self.port}"
+        nonres.server_address = f"{host_for_url}:{self.port}"
+        if cfg.insecure_port is not None:
+            isock = _bind("127.0.0.1", cfg.insecure_port)
+            await web.SockSite(self._runner, isock).start()
+            self.insecure_url = f"http://127.0.0.1:{isock.getsockname()[1]}"
+        kubeconfig.write_admin_kubeconfig(self.pki, self.url, self.kubeconfig_path)
+        self._ready = True
+
+    async def stop(self) -> None:
+        self._ready = False
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._namespaces is not None:
+            await self._namespaces.close()
+        if self.storage is not None:
+            await self.storage.close()
+            self.storage = None
+
+    async def __aenter__(self) -> APIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve_forever(config: ServerConfig, *, on_ready: Any = None) -> None:
+    """Run a server until cancelled (the CLI's ``kplane serve``)."""
+    server = APIServer(config)
+    await server.start()
+    try:
+        if on_ready is not None:
+            on_ready(server)
+        await asyncio.Event().wait()
+    finally:
+        await server.stop()

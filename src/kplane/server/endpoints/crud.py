@@ -1,0 +1,158 @@
+"""Handlers for single-object verbs: get, create, update (PUT), patch, delete, and the ``status``
+subresource (same verbs, writing only ``.status``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from kplane.api import errors
+from kplane.server.endpoints import negotiation, patching
+from kplane.server.endpoints.scope import Scope, json_response
+from kplane.server.registry.store import DeleteOptions, check_type
+
+Object = dict[str, Any]
+
+
+async def get(scope: Scope) -> web.StreamResponse:
+    obj = await scope.registry.get(scope.record, scope.info.namespace, scope.info.name)
+    return scope.respond(obj)
+
+
+async def create(scope: Scope) -> web.StreamResponse:
+    body = await scope.body()
+    obj = negotiation.decode_object(body, scope.request.content_type)
+    check_type(scope.record, obj)
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise errors.BadRequest("metadata must be an object")
+    ns = scope.info.namespace
+    if scope.record.namespaced and meta.get("namespace") not in (None, "", ns):
+        raise errors.BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    if scope.info.name and meta.get("name") not in (None, "", scope.info.name):
+        raise errors.BadRequest(
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL ({scope.info.name})"
+        )
+    created = await scope.registry.create(scope.record, ns, obj, dry_run=scope.dry_run())
+    return scope.respond(created, 201)
+
+
+async def update(scope: Scope) -> web.StreamResponse:
+    body = await scope.body()
+    obj = negotiation.decode_object(body, scope.request.content_type)
+    updated = await scope.registry.update(
+        scope.record,
+        scope.info.namespace,
+        scope.info.name,
+        lambda current: obj,
+        subresource=scope.info.subresource,
+        dry_run=scope.dry_run(),
+    )
+    return scope.respond(updated)
+
+
+async def patch(scope: Scope) -> web.StreamResponse:
+    mt = negotiation.media_type(scope.request.headers.get("Content-Type"))
+    if mt not in negotiation.PATCH_TYPES:
+        raise patching.unsupported(scope.record)
+    body = await scope.body()
+    value = negotiation.decode_patch(body, mt)
+    transform = patching.transform_for(scope.record, mt, value)
+    dry_run = scope.dry_run()
+    if mt == negotiation.APPLY_PATCH and not scope.query.get("fieldManager"):
+        raise errors.invalid_object(
+            "Patch",
+            "",
+            scope.info.name,
+            [errors.required("fieldManager", "is required for apply patch")],
+        )
+    try:
+        updated = await scope.registry.update(
+            scope.record,
+            scope.info.namespace,
+            scope.info.name,
+            transform,
+            subresource=scope.info.subresource,
+            dry_run=dry_run,
+        )
+    except errors.NotFound:
+        if mt != negotiation.APPLY_PATCH or scope.info.subresource:
+            raise
+        # Server-side apply of an absent object creates it.
+        obj = dict(value)
+        check_type(scope.record, obj)
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise errors.BadRequest("metadata must be an object") from None
+        if meta.get("name") not in (None, scope.info.name):
+            raise errors.BadRequest(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                f"({scope.info.name})"
+            ) from None
+        meta["name"] = scope.info.name
+        created = await scope.registry.create(scope.record, scope.info.namespace, obj, dry_run=dry_run)
+        return scope.respond(created, 201)
+    return scope.respond(updated)
+
+
+async def delete_options(scope: Scope) -> DeleteOptions:
+    """DeleteOptions from the body (if any) and the query, as upstream accepts both."""
+    raw: Object = {}
+    body = await scope.body()
+    if body.strip():
+        raw = negotiation.decode_object(body, scope.request.content_type or negotiation.JSON)
+    q = scope.query
+    grace = raw.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+    policy = raw.get("propagationPolicy", q.get("propagationPolicy"))
+    if policy not in (None, "Orphan", "Background", "Foreground"):
+        raise errors.invalid_object(
+            "DeleteOptions",
+            "meta.k8s.io",
+            "",
+            [errors.not_supported("propagationPolicy", policy, ["Foreground", "Background", "Orphan"])],
+        )
+    pre = raw.get("preconditions") or {}
+    if not isinstance(pre, dict):
+        raise errors.BadRequest("preconditions must be an object")
+    dry = raw.get("dryRun") or []
+    if not isinstance(dry, list) or any(d != "All" for d in dry):
+        raise errors.BadRequest('dryRun: Unsupported value: supported values: "All"')
+    try:
+        grace_int = int(grace) if grace is not None else None
+    except (TypeError, ValueError):
+        raise errors.BadRequest(f"gracePeriodSeconds must be an integer, got {grace!r}") from None
+    return DeleteOptions(
+        grace_period_seconds=grace_int,
+        propagation_policy=policy,
+        uid=pre.get("uid") or None,
+        resource_version=pre.get("resourceVersion") or None,
+        dry_run=bool(dry) or scope.dry_run(),
+    )
+
+
+async def delete(scope: Scope) -> web.StreamResponse:
+    opts = await delete_options(scope)
+    obj, deleted_now = await scope.registry.delete(scope.record, scope.info.namespace, scope.info.name, opts)
+    if not deleted_now or scope.record.return_deleted_object:
+        return json_response(obj)
+    meta = obj.get("metadata") or {}
+    details: Object = {
+        "name": meta.get("name", scope.info.name),
+        "kind": scope.record.plural,
+        "uid": meta.get("uid", ""),
+    }
+    if scope.record.group:
+        details["group"] = scope.record.group
+    return json_response(
+        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+    )
+
+
+def encode(obj: Any) -> bytes:
+    return orjson.dumps(obj)

@@ -1,0 +1,108 @@
+"""Routing: one entry point for every request, dispatching on ``RequestInfo`` and the catalog.
+
+Resource requests go to the verb handlers of ``crud``, ``listwatch`` and ``scale``; non-resource
+paths to health, version, discovery and OpenAPI. Unknown paths, verbs a resource does not allow and
+scope mismatches answer Kubernetes ``Status`` errors (404/405), never an HTML page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from kplane._util.clock import Clock
+from kplane.api import errors
+from kplane.api.catalog import Catalog, ResourceRecord
+from kplane.server import storage
+from kplane.server.endpoints import crud, listwatch, negotiation, nonresource, requestinfo, scale
+from kplane.server.endpoints.scope import Scope
+from kplane.server.registry.store import Registry
+
+Handler = Callable[[Scope], Awaitable[web.StreamResponse]]
+
+_MAIN: dict[str, Handler] = {
+    "get": crud.get,
+    "list": listwatch.list_,
+    "watch": listwatch.watch,
+    "create": crud.create,
+    "update": crud.update,
+    "patch": crud.patch,
+    "delete": crud.delete,
+    "deletecollection": listwatch.delete_collection,
+}
+_STATUS: dict[str, Handler] = {"get": crud.get, "update": crud.update, "patch": crud.patch}
+_SCALE: dict[str, Handler] = {"get": scale.get, "update": scale.write, "patch": scale.write}
+_FINALIZE: dict[str, Handler] = {"update": crud.update}
+_NEEDS_NAME = frozenset({"get", "update", "patch", "delete"})
+
+
+@dataclass
+class APIHandler:
+    """The server's request handler (everything behind the filters)."""
+
+    catalog: Catalog
+    registry: Registry
+    storage: storage.Storage
+    clock: Clock
+    nonresource: nonresource.NonResource
+    watch_bookmark_interval: float = 60.0
+    _method_not_allowed: errors.MethodNotAllowed = field(
+        default_factory=lambda: errors.MethodNotAllowed(
+            "the server does not allow this method on the requested resource"
+        )
+    )
+
+    async def __call__(self, request: web.Request) -> web.StreamResponse:
+        info: requestinfo.RequestInfo = request["info"]
+        if not info.is_resource:
+            return await self.nonresource.serve(request, info)
+        record = self.catalog.lookup(info.group, info.version, info.resource)
+        if record is None:
+            raise errors.resource_not_found()
+        handler = self._handler(record, info)
+        scope = Scope(
+            request=request,
+            info=info,
+            record=record,
+            registry=self.registry,
+            storage=self.storage,
+            clock=self.clock,
+            form=negotiation.response_form(request.headers.get("Accept"), request.query.get("includeObject")),
+            watch_bookmark_interval=self.watch_bookmark_interval,
+        )
+        return await handler(scope)
+
+    def _handler(self, record: ResourceRecord, info: requestinfo.RequestInfo) -> Handler:
+        if info.namespace and not record.namespaced:
+            raise errors.resource_not_found()
+        verb = info.verb
+        if verb in _NEEDS_NAME and not info.name:
+            raise errors.resource_not_found()
+        if (
+            verb == "create"
+            and not info.subresource
+            and (info.name or (record.namespaced and not info.namespace))
+        ):
+            raise self._method_not_allowed if info.name else errors.resource_not_found()
+        if record.namespaced and not info.namespace and verb in ("create", "deletecollection"):
+            raise errors.resource_not_found()
+        sub = info.subresource
+        table: dict[str, Handler]
+        if not sub:
+            table = _MAIN
+            if verb not in record.verbs:
+                raise self._method_not_allowed
+        elif sub == "status" and record.has_status:
+            table = _STATUS
+        elif sub == "scale" and record.scale is not None:
+            table = _SCALE
+        elif sub == "finalize" and record.plural == "namespaces" and not record.group:
+            table = _FINALIZE
+        else:
+            raise errors.resource_not_found()
+        handler = table.get(verb)
+        if handler is None:
+            raise self._method_not_allowed
+        return handler

@@ -1,0 +1,154 @@
+"""Handlers for collection verbs: list, watch (newline-delimited JSON stream) and deletecollection."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from kplane.api import errors
+from kplane.server.endpoints import negotiation, table
+from kplane.server.endpoints.crud import delete_options
+from kplane.server.endpoints.requestinfo import parse_bool
+from kplane.server.endpoints.scope import Scope, json_response
+from kplane.server.registry import listing, selection, watching
+
+Object = dict[str, Any]
+MIN_REQUEST_TIMEOUT = 1800.0
+
+
+def list_options(scope: Scope) -> listing.ListOptions:
+    q = scope.query
+    try:
+        limit = int(q.get("limit") or 0)
+    except ValueError:
+        raise errors.BadRequest(f"limit must be an integer, got {q.get('limit')!r}") from None
+    field_selector = q.get("fieldSelector", "")
+    if scope.info.name:  # /watch/.../<name>: the name is a field selector
+        pin = f"metadata.name={scope.info.name}"
+        field_selector = f"{field_selector},{pin}" if field_selector else pin
+    return listing.ListOptions(
+        label_selector=q.get("labelSelector", ""),
+        field_selector=field_selector,
+        limit=limit,
+        continue_token=q.get("continue", ""),
+        resource_version=q.get("resourceVersion"),
+        resource_version_match=q.get("resourceVersionMatch", ""),
+    )
+
+
+async def list_(scope: Scope) -> web.StreamResponse:
+    opts = list_options(scope)
+    page = await listing.list_objects(scope.storage, scope.record, scope.info.namespace, opts)
+    if scope.form.table:
+        tbl = table.table(
+            scope.record,
+            page.items,
+            include_object=scope.form.include_object,
+            resource_version=page.resource_version,
+            continue_token=page.continue_token,
+            remaining=page.remaining,
+            now=scope.clock.now(),
+        )
+        return web.Response(body=orjson.dumps(tbl), headers={"Content-Type": negotiation.TABLE_CONTENT_TYPE})
+    meta: Object = {"resourceVersion": page.resource_version}
+    if page.continue_token:
+        meta["continue"] = page.continue_token
+        if page.remaining is not None:
+            meta["remainingItemCount"] = page.remaining
+    body = {
+        "kind": scope.record.list_kind,
+        "apiVersion": scope.record.api_version,
+        "metadata": meta,
+        "items": page.items,
+    }
+    return web.Response(body=orjson.dumps(body), headers={"Content-Type": "application/json"})
+
+
+async def watch(scope: Scope) -> web.StreamResponse:
+    q = scope.query
+    lo = list_options(scope)
+    timeout_raw = q.get("timeoutSeconds")
+    try:
+        timeout = float(timeout_raw) if timeout_raw else MIN_REQUEST_TIMEOUT * (1 + random.random())
+    except ValueError:
+        raise errors.BadRequest(f"timeoutSeconds must be an integer, got {timeout_raw!r}") from None
+    send_initial = q.get("sendInitialEvents")
+    opts = watching.WatchOptions(
+        resource_version=lo.resource_version,
+        resource_version_match=lo.resource_version_match,
+        label_selector=lo.label_selector,
+        field_selector=lo.field_selector,
+        allow_bookmarks=parse_bool(q.get("allowWatchBookmarks")),
+        send_initial_events=None if send_initial is None else parse_bool(send_initial),
+        deadline=scope.clock.monotonic() + max(0.0, timeout),
+        bookmark_interval=scope.watch_bookmark_interval,
+    )
+    # Refuse bad options and selectors with a Status before committing to a 200 stream.
+    watching.validate_watch(opts)
+    selection.Selection.parse(scope.record, opts.label_selector, opts.field_selector)
+    events = watching.watch_objects(scope.storage, scope.record, scope.info.namespace, opts, scope.clock)
+    as_table = scope.form.table
+    resp = web.StreamResponse(
+        headers={"Content-Type": negotiation.TABLE_CONTENT_TYPE if as_table else "application/json"}
+    )
+    resp.enable_chunked_encoding()
+    await resp.prepare(scope.request)
+    try:
+        first_row = True
+        async for item in events:
+            if as_table and item.type in ("ADDED", "MODIFIED", "DELETED"):
+                payload = table.watch_table_event(scope.record, item.type, item.object, first=first_row)
+                first_row = False
+                line = orjson.dumps(payload) + b"\n"
+            else:
+                line = _encode(item)
+            await resp.write(line)
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        await events.aclose()
+    return resp
+
+
+def _encode(item: watching.WatchItem) -> bytes:
+    ev = item.event
+    if ev is not None:
+        cached = ev.encoded.get(item.type)
+        if cached is None:
+            cached = ev.encoded[item.type] = _line(item.type, item.object)
+        return cached
+    return _line(item.type, item.object)
+
+
+def _line(kind: str, obj: Object) -> bytes:
+    return b'{"type":"' + kind.encode() + b'","object":' + orjson.dumps(obj) + b"}\n"
+
+
+async def delete_collection(scope: Scope) -> web.StreamResponse:
+    opts = await delete_options(scope)
+    lo = list_options(scope)
+    page = await listing.list_objects(
+        scope.storage,
+        scope.record,
+        scope.info.namespace,
+        listing.ListOptions(label_selector=lo.label_selector, field_selector=lo.field_selector),
+    )
+    deleted = []
+    for obj in page.items:
+        meta = obj["metadata"]
+        try:
+            last, _ = await scope.registry.delete(scope.record, meta.get("namespace", ""), meta["name"], opts)
+        except errors.NotFound:
+            continue
+        deleted.append(last)
+    body = {
+        "kind": scope.record.list_kind,
+        "apiVersion": scope.record.api_version,
+        "metadata": {"resourceVersion": str(scope.storage.current_revision())},
+        "items": deleted,
+    }
+    return json_response(body)

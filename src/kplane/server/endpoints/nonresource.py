@@ -1,0 +1,82 @@
+"""Non-resource paths: health checks, ``/version``, discovery (legacy and aggregated) and OpenAPI v3.
+
+Discovery and OpenAPI documents are built by ``discovery`` and ``openapi`` and cached per catalog
+generation; this module only negotiates, sets caching headers and answers 304 to a matching
+``If-None-Match``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from kplane.api import errors
+from kplane.api.catalog import Catalog
+from kplane.server.endpoints import discovery, openapi
+from kplane.server.endpoints.requestinfo import RequestInfo
+
+HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+
+
+@dataclass
+class NonResource:
+    catalog: Catalog
+    server_address: str = "127.0.0.1:6443"
+    ready: Callable[[], bool] = lambda: True
+
+    async def serve(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        if request.method not in ("GET", "HEAD"):
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        path = "/" + "/".join(info.parts)
+        if path in HEALTH_PATHS or (info.parts and "/" + info.parts[0] in HEALTH_PATHS):
+            if path.startswith("/readyz") and not self.ready():
+                return web.Response(
+                    status=503,
+                    text="[-]ready failed: starting\nreadyz check failed",
+                    content_type="text/plain",
+                )
+            return web.Response(text="ok", content_type="text/plain")
+        parts = info.parts
+        if parts and parts[0] == "openapi":
+            return self._openapi(request, parts)
+        version = None
+        if parts in (("api",), ("apis",)):
+            version = discovery.negotiate_discovery(request.headers.get("Accept", ""))
+        found = discovery.document_bytes_and_etag(
+            self.catalog, path, discovery_version=version, server_address=self.server_address
+        )
+        if found is None:
+            raise errors.resource_not_found()
+        body, etag = found
+        content_type = discovery.discovery_content_type(version) if version else "application/json"
+        headers = {"Content-Type": content_type}
+        if version:
+            headers["Vary"] = "Accept"
+        return _cached(request, body, etag, headers)
+
+    def _openapi(self, request: web.Request, parts: tuple[str, ...]) -> web.StreamResponse:
+        if parts == ("openapi", "v3"):
+            body, etag = openapi.index_bytes_and_etag(self.catalog)
+            return _cached(request, body, etag, {"Content-Type": "application/json"})
+        if len(parts) > 2 and parts[1] == "v3":
+            gv = openapi.parse_gv_path("/".join(parts[2:]))
+            if gv is not None:
+                found = openapi.document_bytes_and_etag(self.catalog, gv.group, gv.version)
+                if found is not None:
+                    headers = {"Content-Type": "application/json"}
+                    if request.query.get("hash"):
+                        headers["Cache-Control"] = "public, immutable"
+                    return _cached(request, found[0], found[1], headers)
+        raise errors.resource_not_found()
+
+
+def _cached(request: web.Request, body: bytes, etag: str, headers: dict[str, str]) -> web.StreamResponse:
+    quoted = f'"{etag}"'
+    headers.setdefault("Cache-Control", "public")
+    headers["ETag"] = quoted
+    inm = request.headers.get("If-None-Match")
+    if inm and discovery.etag_matches(inm, etag):
+        return web.Response(status=304, headers={k: v for k, v in headers.items() if k != "Content-Type"})
+    return web.Response(body=body, headers=headers)

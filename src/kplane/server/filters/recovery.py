@@ -1,0 +1,46 @@
+"""Outermost filter: every failure becomes a Kubernetes ``Status``, never an HTML page or a traceback.
+
+API errors keep their code; aiohttp's own HTTP errors (body too large, bad request line) map to the
+matching Status; anything unexpected is logged with its traceback and answered 500 InternalError.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from kplane.api import errors
+from kplane.server.endpoints.scope import status_response
+from kplane.server.filters.types import Handler
+
+log = logging.getLogger("kplane.server")
+
+_HTTP_TO_ERROR: dict[int, type[errors.APIError]] = {
+    400: errors.BadRequest,
+    404: errors.NotFound,
+    405: errors.MethodNotAllowed,
+    413: errors.RequestEntityTooLarge,
+    415: errors.UnsupportedMediaType,
+}
+
+
+@web.middleware
+async def recovery(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except errors.APIError as err:
+        return status_response(err)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        cls = _HTTP_TO_ERROR.get(exc.status, errors.APIError)
+        message = exc.text or exc.reason
+        if exc.status == 413:
+            message = "the request body is too large: at most 3145728 bytes are accepted"
+        return status_response(cls(message, code=exc.status, reason=cls.default_reason))
+    except (ConnectionResetError, ConnectionError):
+        raise
+    except Exception:
+        log.exception("unhandled error serving %s %s", request.method, request.path)
+        return status_response(errors.InternalError("Internal error occurred: unexpected server error"))

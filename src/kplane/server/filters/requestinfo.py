@@ -1,0 +1,14 @@
+"""Parse what the request addresses once; later filters and handlers read ``request["info"]``."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from kplane.server.endpoints import requestinfo as parsing
+from kplane.server.filters.types import Handler
+
+
+@web.middleware
+async def request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request["info"] = parsing.parse(request.method, request.path, watch_param=request.query.get("watch"))
+    return await handler(request)

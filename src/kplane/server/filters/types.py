@@ -1,0 +1,7 @@
+"""The signature every filter wraps."""
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

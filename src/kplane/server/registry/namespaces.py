@@ -1,0 +1,102 @@
+"""Namespace lifecycle inside the server: bootstrap namespaces, and finishing a namespace deletion.
+
+Deleting a Namespace marks it Terminating (its ``spec.finalizers`` holds ``kubernetes``). This task
+then deletes every namespaced object in it, waits until objects held by finalizers are gone, and
+removes the ``kubernetes`` finalizer, which deletes the Namespace. Upstream runs this in
+kube-controller-manager; kplane runs it in the server until the built-in controllers exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kplane._util.clock import Clock
+from kplane.api import errors
+from kplane.api.catalog import Catalog, ResourceRecord
+from kplane.server.registry.store import DeleteOptions, Registry
+
+log = logging.getLogger("kplane.server.namespaces")
+
+BOOTSTRAP = ("default", "kube-system", "kube-public", "kube-node-lease")
+FINALIZER = "kubernetes"
+
+
+class NamespaceLifecycle:
+    def __init__(self, registry: Registry, catalog: Catalog, clock: Clock, *, poll: float = 0.5) -> None:
+        self.registry = registry
+        self.catalog = catalog
+        self.clock = clock
+        self.poll = poll
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        registry.on_namespace_deleted = self.finalize_soon
+
+    def _ns_record(self) -> ResourceRecord:
+        record = self.catalog.lookup("", "v1", "namespaces")
+        assert record is not None
+        return record
+
+    async def bootstrap(self) -> None:
+        """Create the namespaces every cluster has; resume finalizing Terminating ones."""
+        record = self._ns_record()
+        for name in BOOTSTRAP:
+            try:
+                await self.registry.create(
+                    record, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                )
+            except errors.AlreadyExists:
+                pass
+        for ns in await self.registry.list_current(record):
+            if ns["metadata"].get("deletionTimestamp"):
+                self.finalize_soon(ns["metadata"]["name"])
+
+    def finalize_soon(self, name: str) -> None:
+        if name in self._tasks and not self._tasks[name].done():
+            return
+        self._tasks[name] = asyncio.get_running_loop().create_task(self._finalize(name))
+
+    async def close(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+
+    def _namespaced_records(self) -> list[ResourceRecord]:
+        seen: dict[str, ResourceRecord] = {}
+        for r in self.catalog:
+            if r.namespaced:
+                seen.setdefault(r.key_prefix, r)
+        return list(seen.values())
+
+    async def _finalize(self, name: str) -> None:
+        try:
+            while True:
+                remaining = 0
+                for record in self._namespaced_records():
+                    page = await self.registry.storage.list(record.namespace_prefix(name))
+                    for obj in page.items:
+                        remaining += 1
+                        if obj["metadata"].get("deletionTimestamp"):
+                            continue
+                        try:
+                            await self.registry.delete(record, name, obj["metadata"]["name"], DeleteOptions())
+                        except errors.NotFound:
+                            pass
+                if remaining == 0:
+                    break
+                await self.clock.sleep(self.poll)
+            await self._remove_finalizer(name)
+        except asyncio.CancelledError:
+            raise
+        except errors.NotFound:
+            pass
+        except Exception:
+            log.exception("finalizing namespace %s failed", name)
+
+    async def _remove_finalizer(self, name: str) -> None:
+        def drop(current: dict[str, Any]) -> dict[str, Any]:
+            spec = dict(current.get("spec") or {})
+            spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != FINALIZER]
+            return {**current, "spec": spec}
+
+        await self.registry.update(self._ns_record(), "", name, drop, subresource="finalize")

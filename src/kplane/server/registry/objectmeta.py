@@ -1,0 +1,168 @@
+"""Rules for ``metadata`` that hold for every kind: names, labels, annotations, system fields.
+
+Messages match upstream's apimachinery validation so users see familiar errors.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import uuid
+from typing import Any
+
+from kplane.api import errors
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+_DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+_QUALIFIED_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+    "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+NAME_RULES = {
+    "subdomain": (_DNS1123_SUBDOMAIN, 253, _SUBDOMAIN_MSG),
+    "label": (_DNS1123_LABEL, 63, _LABEL_MSG),
+}
+NAME_RULES["dns1035"] = (_DNS1035_LABEL, 63, _DNS1035_MSG)
+NAME_RULES["path"] = (re.compile(r"^[^/%]+$"), 0, "may not contain '/' or '%'")
+
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+MAX_GENERATE_PREFIX = 58
+
+
+def generate_name(prefix: str) -> str:
+    """``prefix`` (truncated to 58 characters) plus five random characters, as upstream."""
+    suffix = "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+    return prefix[:MAX_GENERATE_PREFIX] + suffix
+
+
+def new_uid() -> str:
+    return str(uuid.uuid4())
+
+
+def validate_name(path: str, name: str, rule: str) -> list[errors.FieldError]:
+    """Check ``name`` against a naming rule (``subdomain``, ``label``, ``dns1035``, ``path``)."""
+    if name in (".", ".."):
+        return [errors.invalid(path, name, f"may not be '{name}'")]
+    regex, max_len, msg = NAME_RULES[rule]
+    out: list[errors.FieldError] = []
+    if max_len and len(name) > max_len:
+        out.append(errors.invalid(path, name, f"must be no more than {max_len} characters"))
+    if not regex.match(name):
+        out.append(errors.invalid(path, name, msg))
+    return out
+
+
+def validate_qualified_name(path: str, key: str) -> list[errors.FieldError]:
+    """A label or annotation key: ``[prefix/]name`` with a DNS-subdomain prefix."""
+    prefix, sep, name = key.rpartition("/")
+    out: list[errors.FieldError] = []
+    if sep:
+        if not prefix:
+            out.append(errors.invalid(path, key, "prefix part must be non-empty"))
+        elif len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
+            out.append(errors.invalid(path, key, "prefix part " + _SUBDOMAIN_MSG))
+    if not name:
+        out.append(errors.invalid(path, key, "name part must be non-empty"))
+    else:
+        if len(name) > 63:
+            out.append(errors.invalid(path, key, "name part must be no more than 63 characters"))
+        if not _QUALIFIED_NAME.match(name):
+            out.append(errors.invalid(path, key, _QUALIFIED_MSG))
+    return out
+
+
+def validate_metadata(meta: dict[str, Any], *, name_rule: str) -> list[errors.FieldError]:
+    """Shape and syntax of ``metadata`` on create and update (names, labels, annotations, owners)."""
+    errs: list[errors.FieldError] = []
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        errs.append(errors.required("metadata.name", "name or generateName is required"))
+    else:
+        errs.extend(validate_name("metadata.name", name, name_rule))
+    labels = meta.get("labels")
+    if labels is not None:
+        if not isinstance(labels, dict):
+            errs.append(errors.invalid("metadata.labels", labels, "must be a map of strings"))
+        else:
+            for k, v in labels.items():
+                errs.extend(validate_qualified_name("metadata.labels", k))
+                if not isinstance(v, str):
+                    errs.append(errors.invalid(f"metadata.labels[{k}]", v, "must be a string"))
+                elif len(v) > 63:
+                    errs.append(errors.invalid("metadata.labels", v, "must be no more than 63 characters"))
+                elif not _LABEL_VALUE.match(v):
+                    errs.append(errors.invalid("metadata.labels", v, _LABEL_VALUE_MSG))
+    annotations = meta.get("annotations")
+    if annotations is not None:
+        if not isinstance(annotations, dict):
+            errs.append(errors.invalid("metadata.annotations", annotations, "must be a map of strings"))
+        else:
+            total = 0
+            for k, v in annotations.items():
+                errs.extend(validate_qualified_name("metadata.annotations", k.lower()))
+                if not isinstance(v, str):
+                    errs.append(errors.invalid(f"metadata.annotations[{k}]", v, "must be a string"))
+                else:
+                    total += len(k) + len(v)
+            if total > 256 * 1024:
+                errs.append(
+                    errors.FieldError(
+                        "FieldValueTooLong", "metadata.annotations", "must have at most 262144 bytes", None
+                    )
+                )
+    finalizers = meta.get("finalizers")
+    if finalizers is not None and (
+        not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
+    ):
+        errs.append(errors.invalid("metadata.finalizers", finalizers, "must be a list of strings"))
+    owners = meta.get("ownerReferences")
+    if owners is not None:
+        if not isinstance(owners, list):
+            errs.append(errors.invalid("metadata.ownerReferences", owners, "must be a list"))
+        else:
+            controllers = 0
+            for i, ref in enumerate(owners):
+                p = f"metadata.ownerReferences[{i}]"
+                if not isinstance(ref, dict):
+                    errs.append(errors.invalid(p, ref, "must be an object"))
+                    continue
+                for req in ("apiVersion", "kind", "name", "uid"):
+                    if not ref.get(req):
+                        errs.append(errors.required(f"{p}.{req}"))
+                if ref.get("controller") is True:
+                    controllers += 1
+            if controllers > 1:
+                errs.append(
+                    errors.invalid(
+                        "metadata.ownerReferences",
+                        owners,
+                        "Only one reference can have Controller set to true",
+                    )
+                )
+    return errs

@@ -1,0 +1,58 @@
+"""Label and field selection of objects for list and watch (400 for selectors we cannot serve)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kplane.api import errors, fields, labels
+from kplane.api.catalog import ResourceRecord
+
+Object = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """A compiled label + field selector for one resource."""
+
+    label: labels.Selector | None
+    field: fields.FieldSelector | None
+    get_fields: Callable[[Object], Any] | None
+
+    @property
+    def empty(self) -> bool:
+        return self.label is None and self.field is None
+
+    @classmethod
+    def parse(cls, record: ResourceRecord, label_text: str, field_text: str) -> Selection:
+        label = field = None
+        getter = None
+        if label_text:
+            try:
+                label = labels.parse(label_text)
+            except ValueError as err:
+                raise errors.BadRequest(f"unable to parse requirement: {err}") from None
+            if label.empty:
+                label = None
+        if field_text:
+            try:
+                field = fields.parse(field_text)
+                fields.validate(field, record.group, record.kind, extra=record.field_selectors)
+            except ValueError as err:
+                raise errors.BadRequest(str(err)) from None
+            if field.empty:
+                field = None
+            else:
+                getter = fields.field_getter((record.group, record.kind), extra=record.field_selectors)
+        return cls(label, field, getter)
+
+    def matches(self, obj: Object) -> bool:
+        if self.label is not None and not self.label.matches((obj.get("metadata") or {}).get("labels")):
+            return False
+        if self.field is not None and self.get_fields is not None:
+            return bool(self.field.matches(self.get_fields(obj)))
+        return True
+
+    def exact_name(self) -> str | None:
+        return self.field.exact_name() if self.field is not None else None

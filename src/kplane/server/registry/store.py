@@ -1,0 +1,456 @@
+"""The generic registry: create, get, update (PUT and PATCH), delete for any resource record.
+
+One code path serves every kind. Per-kind rules come from ``strategy``; validation beyond metadata
+and admission come in as callbacks (``Validator``), so this module never imports admission or the
+schema machinery.
+
+Update is read-modify-write inside ``storage.guaranteed_update``: the caller supplies a
+``Transform`` (a PUT body replacing the object, or a patch applied to it) that is re-run on a fresh
+copy whenever another write races in, so a PATCH never loses a concurrent change and a PUT with a
+stale ``resourceVersion`` always gets 409 Conflict.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kplane._util.clock import Clock
+from kplane.api import errors
+from kplane.api.catalog import ResourceRecord
+from kplane.server import storage
+from kplane.server.registry import objectmeta, strategy
+
+Object = dict[str, Any]
+Transform = Callable[[Object], Object]
+"""Given the current object (read-only), return the desired new object (a new dict)."""
+Validator = Callable[[ResourceRecord, Object, Object | None, str], Awaitable[list[errors.FieldError]]]
+"""Extra validation (schema, admission): record, new object, old object (None on create),
+subresource. Returns field errors (empty when valid); may raise an APIError to refuse."""
+
+MAX_GENERATE_ATTEMPTS = 8
+_FINALIZER_MSG = "no new finalizers can be added if the object is being deleted, found new finalizers {}"
+
+
+def rfc3339(clock: Clock) -> str:
+    return clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    """What a DELETE asked for (body ``DeleteOptions`` or query parameters)."""
+
+    grace_period_seconds: int | None = None
+    propagation_policy: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    dry_run: bool = False
+
+
+class _NoChange(Exception):
+    def __init__(self, obj: Object) -> None:
+        self.obj = obj
+
+
+class _DeleteNow(Exception):
+    def __init__(self, obj: Object) -> None:
+        self.obj = obj
+
+
+class _DryRun(Exception):
+    def __init__(self, obj: Object) -> None:
+        self.obj = obj
+
+
+def storage_error(record: ResourceRecord, name: str, err: storage.StorageError) -> errors.APIError:
+    """Map a storage failure to the API error users see."""
+    gr = record.group_resource
+    if isinstance(err, storage.KeyNotFound):
+        return errors.not_found(gr, name)
+    if isinstance(err, storage.KeyExists):
+        return errors.already_exists(gr, name)
+    if isinstance(err, storage.PreconditionFailed):
+        if err.what == "uid":
+            why = (
+                f"Precondition failed: UID in precondition: {err.expected}, UID in object meta: {err.actual}"
+            )
+        else:
+            why = (
+                f"Precondition failed: ResourceVersion in precondition: {err.expected}, "
+                f"ResourceVersion in object meta: {err.actual}"
+            )
+        return errors.conflict(gr, name, why)
+    if isinstance(err, storage.Expired):
+        return errors.Gone(str(err))
+    if isinstance(err, storage.TooLargeRevision):
+        return errors.Timeout(
+            str(err),
+            details={
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]
+            },
+            retry_after=1,
+        )
+    return errors.InternalError(f"Internal error occurred: {err}")
+
+
+class Registry:
+    """Serves the verbs of every catalog record over one ``Storage``."""
+
+    def __init__(
+        self, store: storage.Storage, clock: Clock, *, validators: list[Validator] | None = None
+    ) -> None:
+        self.storage = store
+        self.clock = clock
+        self.validators: list[Validator] = list(validators or [])
+        self.on_namespace_deleted: Callable[[str], None] | None = None
+
+    # -- reads -------------------------------------------------------------------------------
+
+    async def get(self, record: ResourceRecord, namespace: str, name: str) -> Object:
+        try:
+            return await self.storage.get(record.key(namespace, name))
+        except storage.StorageError as err:
+            raise storage_error(record, name, err) from None
+
+    async def list_current(self, record: ResourceRecord) -> list[Object]:
+        """Every object of ``record`` now (all namespaces)."""
+        return (await self.storage.list(record.key_prefix)).items
+
+    # -- create ------------------------------------------------------------------------------
+
+    async def create(
+        self, record: ResourceRecord, namespace: str, obj: Object, *, dry_run: bool = False
+    ) -> Object:
+        """Store a new object; 201 semantics. ``obj`` becomes the registry's (it is mutated)."""
+        strat = strategy.for_record(record)
+        meta = obj["metadata"]
+        if meta.get("resourceVersion"):
+            raise errors.BadRequest("resourceVersion should not be set on objects to be created")
+        if record.namespaced:
+            meta["namespace"] = namespace
+            await self._check_namespace_open(namespace)
+        else:
+            meta.pop("namespace", None)
+        generate = not meta.get("name") and bool(meta.get("generateName"))
+        if generate:
+            meta["name"] = objectmeta.generate_name(str(meta["generateName"]))
+        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            meta.pop(key, None)
+        meta["uid"] = objectmeta.new_uid()
+        meta["creationTimestamp"] = rfc3339(self.clock)
+        if record.tracks_generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        await strat.prepare_for_create(record, obj, self.list_current)
+        errs = objectmeta.validate_metadata(meta, name_rule=strat.name_rule)
+        if not errs:
+            errs = strat.validate(record, obj, None)
+        for validate in self.validators:
+            if errs:
+                break
+            errs = await validate(record, obj, None, "")
+        if errs:
+            raise errors.invalid_object(record.kind, record.group, str(meta.get("name") or ""), errs)
+        if dry_run:
+            return obj
+        for attempt in range(MAX_GENERATE_ATTEMPTS if generate else 1):
+            if attempt:
+                meta["name"] = objectmeta.generate_name(str(meta["generateName"]))
+            try:
+                return await self.storage.create(record.key(namespace, meta["name"]), obj)
+            except storage.KeyExists as err:
+                if not generate or attempt == MAX_GENERATE_ATTEMPTS - 1:
+                    exc = storage_error(record, meta["name"], err)
+                    if generate:
+                        exc = errors.AlreadyExists(
+                            exc.message
+                            + ", the server was not able to generate a unique name for the object",
+                            details=exc.details,
+                            retry_after=1,
+                        )
+                    raise exc from None
+        raise AssertionError("unreachable")
+
+    async def _check_namespace_open(self, namespace: str) -> None:
+        try:
+            ns = await self.storage.get(f"/registry/core/namespaces/{namespace}")
+        except storage.KeyNotFound:
+            raise errors.NotFound(
+                f'namespaces "{namespace}" not found', details={"name": namespace, "kind": "namespaces"}
+            ) from None
+        if (ns.get("metadata") or {}).get("deletionTimestamp") or (ns.get("status") or {}).get(
+            "phase"
+        ) == "Terminating":
+            raise errors.Forbidden(
+                f"unable to create new content in namespace {namespace} because it is being terminated",
+                details={
+                    "name": namespace,
+                    "kind": "namespaces",
+                    "causes": [
+                        {
+                            "reason": "NamespaceTerminating",
+                            "message": f"namespace {namespace} is being terminated",
+                            "field": "metadata.namespace",
+                        }
+                    ],
+                },
+            )
+
+    # -- update ------------------------------------------------------------------------------
+
+    async def update(
+        self,
+        record: ResourceRecord,
+        namespace: str,
+        name: str,
+        transform: Transform,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> Object:
+        """Apply ``transform`` to the current object and store the result (PUT and PATCH).
+
+        Returns the stored object; when nothing changed, the current object unchanged (no new
+        resourceVersion, no watch event). If the write empties the finalizers of an object being
+        deleted, the object is deleted and its last state returned.
+        """
+        key = record.key(namespace, name)
+        strat = strategy.for_record(record)
+
+        async def step(current: Object) -> Object:
+            new = self._prepare_update(record, strat, namespace, name, transform, current, subresource)
+            errs = objectmeta.validate_metadata(new["metadata"], name_rule=strat.name_rule)
+            if not errs:
+                errs = strat.validate(record, new, current)
+            for validate in self.validators:
+                if errs:
+                    break
+                errs = await validate(record, new, current, subresource)
+            if errs:
+                raise errors.invalid_object(record.kind, record.group, name, errs)
+            if new == current:
+                raise _NoChange(current)
+            meta = new["metadata"]
+            if (
+                meta.get("deletionTimestamp")
+                and not meta.get("finalizers")
+                and _spec_finalizers_done(record, new)
+            ):
+                raise _DeleteNow(new)
+            if dry_run:
+                raise _DryRun(new)
+            return new
+
+        for _ in range(16):
+            try:
+                return await self.storage.guaranteed_update(key, step)
+            except _NoChange as done:
+                return done.obj
+            except _DryRun as done:
+                return done.obj
+            except _DeleteNow as done:
+                rv = done.obj["metadata"].get("resourceVersion")
+                try:
+                    return await self.storage.delete(
+                        key, preconditions=storage.Preconditions(resource_version=rv)
+                    )
+                except storage.PreconditionFailed:
+                    continue
+                except storage.StorageError as err:
+                    raise storage_error(record, name, err) from None
+            except storage.StorageError as err:
+                raise storage_error(record, name, err) from None
+        raise errors.Conflict(
+            f'Operation cannot be fulfilled on {record.group_resource} "{name}": too many retries'
+        )
+
+    def _prepare_update(
+        self,
+        record: ResourceRecord,
+        strat: strategy.Strategy,
+        namespace: str,
+        name: str,
+        transform: Transform,
+        current: Object,
+        subresource: str,
+    ) -> Object:
+        produced = transform(current)
+        if not isinstance(produced, dict):
+            raise errors.BadRequest("the object must be a JSON object")
+        new = dict(produced)
+        check_type(record, new)
+        meta = new.get("metadata")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise errors.BadRequest("metadata must be an object")
+        meta = new["metadata"] = dict(meta)
+        old_meta = current["metadata"]
+        if meta.get("name", name) != name:
+            raise errors.BadRequest(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        if record.namespaced and meta.get("namespace", namespace) not in (namespace, ""):
+            raise errors.BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        uid = meta.get("uid")
+        if uid and uid != old_meta.get("uid"):
+            raise errors.conflict(
+                record.group_resource,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {old_meta.get('uid')}",
+            )
+        rv = meta.get("resourceVersion")
+        if rv and rv != old_meta.get("resourceVersion"):
+            raise errors.modified_conflict(record.group_resource, name)
+        if subresource == "status":
+            new = strat.prepare_for_status_update(record, new, current)
+            new["metadata"] = dict(old_meta)
+            return new
+        if subresource == "finalize":
+            finalizers = (new.get("spec") or {}).get("finalizers") or []
+            new = dict(current)
+            new["spec"] = {**(current.get("spec") or {}), "finalizers": finalizers}
+            new["metadata"] = dict(old_meta)
+            return new
+        meta["name"] = name
+        if record.namespaced:
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        for field in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            if field in old_meta:
+                meta[field] = old_meta[field]
+            else:
+                meta.pop(field, None)
+        meta["resourceVersion"] = old_meta.get("resourceVersion")
+        strat.prepare_for_update(record, new, current)
+        if old_meta.get("deletionTimestamp"):
+            old_f = set(old_meta.get("finalizers") or [])
+            added = [f for f in meta.get("finalizers") or [] if f not in old_f]
+            if added:
+                raise errors.invalid_object(
+                    record.kind,
+                    record.group,
+                    name,
+                    [errors.forbidden("metadata.finalizers", _FINALIZER_MSG.format(_go_strings(added)))],
+                )
+        if record.tracks_generation and strat.spec_changed(record, new, current):
+            meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        return new
+
+    # -- delete ------------------------------------------------------------------------------
+
+    async def delete(
+        self, record: ResourceRecord, namespace: str, name: str, opts: DeleteOptions
+    ) -> tuple[Object, bool]:
+        """Delete, or mark for deletion when finalizers remain. Returns (object, deleted_now)."""
+        key = record.key(namespace, name)
+        for _ in range(16):
+            try:
+                current = await self.storage.get(key)
+                storage.Preconditions(uid=opts.uid, resource_version=opts.resource_version).check(
+                    key, current
+                )
+            except storage.StorageError as err:
+                raise storage_error(record, name, err) from None
+            meta = current["metadata"]
+            graceful = bool(meta.get("finalizers")) or _has_spec_finalizers(record, current)
+            if graceful:
+                if opts.dry_run:
+                    marked = copy.deepcopy(current)
+                    marked["metadata"].setdefault("deletionTimestamp", rfc3339(self.clock))
+                    return marked, False
+                obj = await self._mark_deleting(record, key, name, current)
+                if obj is None:
+                    continue
+                return obj, False
+            if opts.dry_run:
+                return current, True
+            try:
+                rv = meta.get("resourceVersion")
+                last = await self.storage.delete(
+                    key, preconditions=storage.Preconditions(uid=opts.uid, resource_version=rv)
+                )
+                return last, True
+            except storage.PreconditionFailed:
+                continue
+            except storage.StorageError as err:
+                raise storage_error(record, name, err) from None
+        raise errors.Conflict(
+            f'Operation cannot be fulfilled on {record.group_resource} "{name}": too many retries'
+        )
+
+    async def _mark_deleting(
+        self, record: ResourceRecord, key: str, name: str, seen: Object
+    ) -> Object | None:
+        """Set deletionTimestamp (once). None when the object changed under us: start over."""
+        if seen["metadata"].get("deletionTimestamp"):
+            return seen
+        now = rfc3339(self.clock)
+
+        def mark(current: Object) -> Object:
+            meta = current["metadata"]
+            if meta.get("resourceVersion") != seen["metadata"].get("resourceVersion"):
+                raise _NoChange(current)
+            meta["deletionTimestamp"] = now
+            meta["deletionGracePeriodSeconds"] = 0
+            if record.group == "" and record.plural == "namespaces":
+                current.setdefault("status", {})["phase"] = "Terminating"
+            return current
+
+        try:
+            marked = await self.storage.guaranteed_update(key, mark)
+        except _NoChange:
+            return None
+        except storage.StorageError as err:
+            raise storage_error(record, name, err) from None
+        if record.group == "" and record.plural == "namespaces" and self.on_namespace_deleted is not None:
+            self.on_namespace_deleted(name)
+        return marked
+
+
+def _has_spec_finalizers(record: ResourceRecord, obj: Object) -> bool:
+    return (
+        record.group == ""
+        and record.plural == "namespaces"
+        and bool((obj.get("spec") or {}).get("finalizers"))
+    )
+
+
+def _spec_finalizers_done(record: ResourceRecord, obj: Object) -> bool:
+    return not _has_spec_finalizers(record, obj)
+
+
+def _go_strings(items: list[str]) -> str:
+    return "[]string{" + ", ".join(f'"{i}"' for i in items) + "}"
+
+
+def check_type(record: ResourceRecord, obj: Object) -> None:
+    """Fill a missing kind/apiVersion from the URL; refuse ones that name another type (400)."""
+    api_version = obj.get("apiVersion")
+    kind = obj.get("kind")
+    if api_version in (None, ""):
+        obj["apiVersion"] = record.api_version
+    elif api_version != record.api_version:
+        raise errors.BadRequest(
+            f"the API version in the data ({api_version}) does not match the expected API version "
+            f"({record.api_version})"
+        )
+    if kind in (None, ""):
+        obj["kind"] = record.kind
+    elif kind != record.kind:
+        raise errors.BadRequest(
+            f'{record.kind} in version "{record.version}" cannot be handled as a {record.kind}: '
+            f"the kind in the data ({kind}) does not match the expected kind ({record.kind})"
+        )

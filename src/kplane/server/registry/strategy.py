@@ -1,0 +1,260 @@
+"""Per-kind behaviour on the write path, and the generic default.
+
+The registry calls, in order: ``prepare_for_create`` / ``prepare_for_update`` (fill or reset fields
+the server owns), then ``validate``. Everything common to all kinds (system metadata, finalizers,
+generation bumps, optimistic concurrency) lives in the registry, not here. A strategy may mutate the
+object it is given (it is the registry's private copy) and must not keep references to it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kplane.api import errors
+from kplane.api.catalog import ResourceRecord
+
+Object = dict[str, Any]
+ListCurrent = Callable[[ResourceRecord], Awaitable[list[Object]]]
+
+
+class Strategy:
+    """The default strategy: any kind without special rules."""
+
+    name_rule = "subdomain"
+    keep_status_on_create = False
+
+    async def prepare_for_create(
+        self, record: ResourceRecord, obj: Object, list_current: ListCurrent
+    ) -> None:
+        """Reset what a client may not set on create: status, for kinds with a status subresource."""
+        if record.has_status and not self.keep_status_on_create:
+            obj.pop("status", None)
+
+    def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
+        """Main-endpoint update of a kind with a status subresource: status stays as stored."""
+        if record.has_status:
+            _copy_key(new, old, "status")
+
+    def prepare_for_status_update(self, record: ResourceRecord, new: Object, old: Object) -> Object:
+        """A write through ``/status`` changes only ``status``: the result is ``old`` with new status."""
+        result = dict(old)
+        if "status" in new:
+            result["status"] = new["status"]
+        else:
+            result.pop("status", None)
+        return result
+
+    def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
+        return []
+
+    def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
+        """True when a write changes what ``metadata.generation`` counts: all but metadata/status."""
+        keys = (set(new) | set(old)) - {"metadata", "status", "apiVersion", "kind"}
+        return any(new.get(k) != old.get(k) for k in keys)
+
+
+def _copy_key(new: Object, old: Object, key: str) -> None:
+    if key in old:
+        new[key] = old[key]
+    else:
+        new.pop(key, None)
+
+
+class NamespaceStrategy(Strategy):
+    name_rule = "label"
+
+    async def prepare_for_create(
+        self, record: ResourceRecord, obj: Object, list_current: ListCurrent
+    ) -> None:
+        obj["spec"] = {"finalizers": ["kubernetes"]}
+        obj["status"] = {"phase": "Active"}
+        labels = obj["metadata"].setdefault("labels", {})
+        labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+
+    def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
+        _copy_key(new, old, "status")
+        _copy_key(new, old, "spec")
+        new["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = old["metadata"]["name"]
+
+
+class PodStrategy(Strategy):
+    async def prepare_for_create(
+        self, record: ResourceRecord, obj: Object, list_current: ListCurrent
+    ) -> None:
+        spec = obj.get("spec")
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
+
+    def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
+        errs: list[errors.FieldError] = []
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [errors.required("spec")]
+        containers = spec.get("containers")
+        if not isinstance(containers, list) or not containers:
+            return [errors.required("spec.containers")]
+        seen: set[str] = set()
+        for i, c in enumerate(containers):
+            if not isinstance(c, dict):
+                errs.append(errors.invalid(f"spec.containers[{i}]", c, "must be an object"))
+                continue
+            name = c.get("name")
+            if not name:
+                errs.append(errors.required(f"spec.containers[{i}].name"))
+            elif name in seen:
+                errs.append(errors.FieldError("FieldValueDuplicate", f"spec.containers[{i}].name", "", name))
+            else:
+                seen.add(name)
+            if not c.get("image") and old is None:
+                errs.append(errors.required(f"spec.containers[{i}].image"))
+        return errs
+
+    def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
+        return False
+
+
+def _qos_class(spec: dict[str, Any]) -> str:
+    containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+    requests_any = limits_all = False
+    limits_all = bool(containers)
+    for c in containers:
+        res = c.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        if req or lim:
+            requests_any = True
+        if not ({"cpu", "memory"} <= set(lim)) or any(
+            req.get(k, lim.get(k)) != lim.get(k) for k in ("cpu", "memory")
+        ):
+            limits_all = False
+    if not requests_any:
+        return "BestEffort"
+    return "Guaranteed" if limits_all else "Burstable"
+
+
+SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
+
+
+class ServiceStrategy(Strategy):
+    name_rule = "dns1035"
+
+    async def prepare_for_create(
+        self, record: ResourceRecord, obj: Object, list_current: ListCurrent
+    ) -> None:
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+        ports = spec.get("ports") or []
+        for p in ports:
+            if isinstance(p, dict):
+                p.setdefault("protocol", "TCP")
+                if "port" in p:
+                    p.setdefault("targetPort", p["port"])
+        if spec["type"] != "ExternalName" and spec.get("clusterIP") in (None, ""):
+            used = {s.get("spec", {}).get("clusterIP") for s in await list_current(record)}
+            spec["clusterIP"] = _allocate_ip(used)
+            spec["clusterIPs"] = [spec["clusterIP"]]
+            spec.setdefault("ipFamilies", ["IPv4"])
+            spec.setdefault("ipFamilyPolicy", "SingleStack")
+        if spec["type"] in ("NodePort", "LoadBalancer"):
+            spec.setdefault("externalTrafficPolicy", "Cluster")
+            services = await list_current(record)
+            used_ports = {
+                p.get("nodePort")
+                for s in services
+                for p in (s.get("spec", {}).get("ports") or [])
+                if isinstance(p, dict)
+            }
+            for p in ports:
+                if isinstance(p, dict) and not p.get("nodePort"):
+                    p["nodePort"] = _allocate_port(used_ports)
+                    used_ports.add(p["nodePort"])
+        obj["status"] = {"loadBalancer": {}}
+
+    def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
+        super().prepare_for_update(record, new, old)
+        new_spec, old_spec = new.get("spec"), old.get("spec") or {}
+        if isinstance(new_spec, dict):
+            for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+                if key in old_spec and not new_spec.get(key):
+                    new_spec[key] = old_spec[key]
+
+    def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [errors.required("spec")]
+        allowed = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+        if spec.get("type") not in allowed:
+            return [errors.not_supported("spec.type", spec.get("type"), allowed)]
+        errs: list[errors.FieldError] = []
+        if old is not None:
+            old_ip = (old.get("spec") or {}).get("clusterIP")
+            if old_ip and spec.get("clusterIP") != old_ip:
+                errs.append(errors.invalid("spec.clusterIP", spec.get("clusterIP"), "field is immutable"))
+        for i, p in enumerate(spec.get("ports") or []):
+            port = p.get("port") if isinstance(p, dict) else None
+            if not isinstance(port, int) or not 1 <= port <= 65535:
+                errs.append(
+                    errors.invalid(f"spec.ports[{i}].port", port, "must be between 1 and 65535, inclusive")
+                )
+        return errs
+
+
+def _allocate_ip(used: set[Any]) -> str:
+    hosts = SERVICE_CIDR.num_addresses - 2
+    for _ in range(64):
+        ip = str(SERVICE_CIDR.network_address + 2 + random.randrange(hosts - 1))
+        if ip not in used:
+            return ip
+    raise errors.InternalError("range is full: no free cluster IP could be allocated")
+
+
+def _allocate_port(used: set[Any]) -> int:
+    for _ in range(256):
+        port = random.randint(30000, 32767)
+        if port not in used:
+            return port
+    raise errors.InternalError("range is full: no free node port could be allocated")
+
+
+class NodeStrategy(Strategy):
+    keep_status_on_create = True
+
+
+class DeploymentStrategy(Strategy):
+    def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
+        """Deployments also count annotation changes (upstream's rollback/pause annotations)."""
+        if super().spec_changed(record, new, old):
+            return True
+        return (new.get("metadata") or {}).get("annotations") != (old.get("metadata") or {}).get(
+            "annotations"
+        )
+
+
+class PathNameStrategy(Strategy):
+    """Kinds whose names are path segments (RBAC: ``system:controller:x``)."""
+
+    name_rule = "path"
+
+
+DEFAULT = Strategy()
+_BY_KIND: dict[tuple[str, str], Strategy] = {
+    ("", "Namespace"): NamespaceStrategy(),
+    ("", "Pod"): PodStrategy(),
+    ("", "Service"): ServiceStrategy(),
+    ("", "Node"): NodeStrategy(),
+    ("apps", "Deployment"): DeploymentStrategy(),
+    ("rbac.authorization.k8s.io", "Role"): PathNameStrategy(),
+    ("rbac.authorization.k8s.io", "ClusterRole"): PathNameStrategy(),
+    ("rbac.authorization.k8s.io", "RoleBinding"): PathNameStrategy(),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): PathNameStrategy(),
+}
+
+
+def for_record(record: ResourceRecord) -> Strategy:
+    """The strategy of ``record``'s kind (the default one for kinds without special rules)."""
+    return _BY_KIND.get((record.group, record.kind), DEFAULT)
