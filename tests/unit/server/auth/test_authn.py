@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import pytest
+
+import kplane.server.auth
+from kplane.server.auth import authn, certs
+
+from .conftest import TLSServerFactory
+
+ALICE_CERT = {
+    "subject": (
+        (("organizationName", "devs"),),
+        (("organizationName", "ops"),),
+        (("commonName", "alice"),),
+    ),
+    "issuer": ((("commonName", "kplane-ca@1"),),),
+    "version": 3,
+}
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> certs.PKI:
+    return certs.ensure_pki(tmp_path / "data")
+
+
+@pytest.fixture
+def authenticator(pki: certs.PKI, tmp_path: Path) -> authn.Authenticator:
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text('bobtoken,bob,uid-bob,"devs,viewers"\n')
+    return authn.Authenticator.from_pki(pki, token_file=tokens)
+
+
+def test_cert_user(authenticator: authn.Authenticator) -> None:
+    """A verified cert maps CN to the user name and each O to a group, plus system:authenticated."""
+    user = authenticator.authenticate(ALICE_CERT, None)
+    assert user == authn.UserInfo(name="alice", groups=("devs", "ops", "system:authenticated"))
+
+
+def test_cert_wins_over_token(authenticator: authn.Authenticator) -> None:
+    """With both a cert and a token, the cert identifies the caller."""
+    user = authenticator.authenticate(ALICE_CERT, "Bearer bobtoken")
+    assert user is not None and user.name == "alice"
+
+
+def test_cert_without_cn_falls_back_to_token(authenticator: authn.Authenticator) -> None:
+    """A cert without a CN identifies nobody; a valid token still does."""
+    no_cn = {"subject": ((("organizationName", "devs"),),)}
+    assert authenticator.authenticate(no_cn, None) is None
+    user = authenticator.authenticate(no_cn, "Bearer bobtoken")
+    assert user is not None and user.name == "bob"
+
+
+def test_admin_token(authenticator: authn.Authenticator, pki: certs.PKI) -> None:
+    """The PKI's admin token authenticates kplane-admin in system:masters."""
+    user = authenticator.authenticate(None, f"Bearer {pki.admin_token()}")
+    assert user == authn.UserInfo(name="kplane-admin", groups=("system:masters", "system:authenticated"))
+
+
+def test_token_file_user(authenticator: authn.Authenticator) -> None:
+    """A token from the token file authenticates its user, uid and groups; the scheme is case-insensitive."""
+    user = authenticator.authenticate({}, "bearer   bobtoken ")
+    assert user == authn.UserInfo(
+        name="bob", uid="uid-bob", groups=("devs", "viewers", "system:authenticated")
+    )
+
+
+@pytest.mark.parametrize(
+    "header",
+    [None, "", "Bearer", "Bearer ", "Bearer wrong", "Bearer bobtoke", "Bearer bobtokenx",
+     "Basic Ym9iOng=", "Bearer bob token", "bobtoken"],
+    ids=["none", "empty", "no-token", "blank-token", "wrong", "prefix", "longer",
+         "basic", "space", "no-scheme"],
+)  # fmt: skip
+def test_no_valid_credentials(authenticator: authn.Authenticator, header: str | None) -> None:
+    """Without a cert, anything but a known bearer token is anonymous (None)."""
+    assert authenticator.authenticate(None, header) is None
+
+
+def test_token_table_lookup() -> None:
+    """The table finds exact tokens only, and a re-added token maps to its new user."""
+    table = authn.TokenTable([("t1", authn.UserInfo("a")), ("t2", authn.UserInfo("b"))])
+    table.add("t1", authn.UserInfo("c"))
+    assert len(table) == 2
+    assert table.lookup("t1") == authn.UserInfo("c")
+    assert table.lookup("t2") == authn.UserInfo("b")
+    assert table.lookup("t3") is None
+    with pytest.raises(ValueError):
+        table.add("", authn.UserInfo("d"))
+
+
+def test_parse_token_file() -> None:
+    """Upstream's CSV: quoted group lists, optional groups, blank lines and a BOM are handled."""
+    text = '\ufefftok1,alice,1001,"devs, ops,,devs"\n\ntok2, bob ,1002\n"tok,3",carol,,viewers,extra\n'
+    entries = authn.parse_token_file(text)
+    assert entries == [
+        ("tok1", authn.UserInfo(name="alice", uid="1001", groups=("devs", "ops"))),
+        ("tok2", authn.UserInfo(name="bob", uid="1002")),
+        ("tok,3", authn.UserInfo(name="carol", uid="", groups=("viewers",))),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["tok1,alice\n", "ok,a,1\n,bob,1\n", "tok,,1\n", 'tok,"alice,1\n'],
+    ids=["two-columns", "empty-token", "empty-user", "unclosed-quote"],
+)
+def test_parse_token_file_errors(text: str) -> None:
+    """Malformed lines raise InvalidTokenFile naming the source."""
+    with pytest.raises(authn.InvalidTokenFile, match=r"tokens\.csv"):
+        authn.parse_token_file(text, source="tokens.csv")
+
+
+def test_load_token_file_names_line(tmp_path: Path) -> None:
+    """Errors from a file name the file and the line number."""
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,c\nshort\n")
+    with pytest.raises(authn.InvalidTokenFile, match=r"t\.csv:2:"):
+        authn.load_token_file(path)
+
+
+def test_anonymous_paths() -> None:
+    """Only the public info endpoints are open to anonymous requests."""
+    assert {"/version", "/healthz", "/livez", "/readyz"} <= authn.ANONYMOUS_PATHS
+    assert "/api" not in authn.ANONYMOUS_PATHS and "/healthz/etcd" not in authn.ANONYMOUS_PATHS
+
+
+async def test_real_handshake_to_user(
+    pki: certs.PKI, authenticator: authn.Authenticator, tls_server: TLSServerFactory, tmp_path: Path
+) -> None:
+    """An issued client cert, verified in a real TLS handshake, authenticates as its CN and groups."""
+    cert_pem, key_pem = certs.issue_client_cert(pki, "carol", ["qa"])
+    (tmp_path / "c.crt").write_bytes(cert_pem)
+    (tmp_path / "c.key").write_bytes(key_pem)
+    ctx = ssl.create_default_context(cafile=str(pki.ca_cert_file))
+    ctx.load_cert_chain(tmp_path / "c.crt", tmp_path / "c.key")
+    async with tls_server(pki) as srv:
+        assert await srv.ask(ctx) == b"ok"
+    user = authenticator.authenticate(srv.peercerts[0], None)
+    assert user == authn.UserInfo(name="carol", groups=("qa", "system:authenticated"))
+
+
+def test_public_surface() -> None:
+    """The package exports exactly its documented names, each of which exists."""
+    assert sorted(kplane.server.auth.__all__) == sorted(
+        [
+            "ADMIN_GROUP", "ADMIN_USER", "ANONYMOUS_PATHS", "AUTHENTICATED_GROUP", "DEFAULT_HOSTS", "PKI",
+            "Authenticator", "InvalidTokenFile", "PeerCert", "RequestAuthenticator", "TokenTable", "UserInfo",
+            "admin_kubeconfig", "ensure_pki", "issue_client_cert", "load_token_file", "parse_token_file",
+            "write_admin_kubeconfig",
+        ]
+    )  # fmt: skip
+    for name in kplane.server.auth.__all__:
+        assert hasattr(kplane.server.auth, name), name
