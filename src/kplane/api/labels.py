@@ -1,0 +1,478 @@
+"""Label selectors: the string grammar of ``?labelSelector=`` and the structured ``LabelSelector``.
+
+Grammar (upstream ``k8s.io/apimachinery/pkg/labels``), requirements joined by ``,`` (AND), blanks
+ignored between tokens::
+
+    key=value  key==value  key!=value  key in (v1,v2)  key notin (v1,v2)  key  !key  key>1  key<1
+
+Keys are qualified names (``[prefix/]name``: a DNS subdomain of at most 253 characters, then at
+most 63 characters of ``[A-Za-z0-9._-]`` starting and ending alphanumeric); values are empty or at
+most 63 such characters. ``!=`` and ``notin`` also match objects that lack the key.
+
+A parsed ``Selector`` is compiled to a tuple of small closures, because ``matches`` runs once per
+object per list or watch event; it is immutable and hashable. Its ``str`` is canonical: requirements
+sorted by key, values sorted, as upstream prints them.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Check = Callable[[Mapping[str, str]], bool]
+
+
+class Operator(enum.Enum):
+    EQUALS = "="
+    DOUBLE_EQUALS = "=="
+    NOT_EQUALS = "!="
+    IN = "in"
+    NOT_IN = "notin"
+    EXISTS = "exists"
+    DOES_NOT_EXIST = "!"
+    GREATER_THAN = "gt"
+    LESS_THAN = "lt"
+
+
+_SET_OPERATORS = {"In": Operator.IN, "NotIn": Operator.NOT_IN}
+_EXIST_OPERATORS = {"Exists": Operator.EXISTS, "DoesNotExist": Operator.DOES_NOT_EXIST}
+
+# --- validation (apimachinery util/validation wording) -------------------------------------------
+
+_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_NAME_RE = re.compile(_NAME_FMT)
+_VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+_VALUE_RE = re.compile(_VALUE_FMT)
+_DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_FMT = rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*"
+_DNS1123_RE = re.compile(_DNS1123_FMT)
+_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def qualified_name_errors(key: str) -> list[str]:
+    """Why ``key`` is not a valid qualified name (label key, annotation key); empty when it is."""
+    errs: list[str] = []
+    parts = key.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + e for e in dns1123_subdomain_errors(prefix))
+    else:
+        return [
+            "a qualified name "
+            + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if name and not _NAME_RE.fullmatch(name):
+        errs.append("name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc"))
+    return errs
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """Why ``value`` is not a lowercase RFC 1123 subdomain; empty when it is."""
+    errs = []
+    if len(value) > 253:
+        errs.append("must be no more than 253 characters")
+    if not _DNS1123_RE.fullmatch(value):
+        errs.append(
+            _regex_error(
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+                "'.', and must start and end with an alphanumeric character",
+                _DNS1123_FMT,
+                "example.com",
+            )
+        )
+    return errs
+
+
+def label_value_errors(value: str) -> list[str]:
+    """Why ``value`` is not a valid label value; empty when it is."""
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _VALUE_RE.fullmatch(value):
+        errs.append(
+            _regex_error(
+                "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+                "'.', and must start and end with an alphanumeric character",
+                _VALUE_FMT,
+                "MyValue",
+                "my_value",
+                "12345",
+            )
+        )
+    return errs
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _go_strings(values: Sequence[str]) -> str:
+    return "[]string{" + ", ".join(_quote(v) for v in values) + "}" if values else "[]string(nil)"
+
+
+def _invalid(path: str, shown: str, detail: str) -> str:
+    """Upstream's ``field.Invalid`` text; ``shown`` is the value already rendered Go-style."""
+    return f"{path}: Invalid value: {shown}: {detail}"
+
+
+def _aggregate(errs: list[str]) -> str:
+    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+
+
+# --- requirements and selectors ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One condition on one label key. ``values`` is sorted and free of duplicates."""
+
+    key: str
+    operator: Operator
+    values: tuple[str, ...] = ()
+
+    @classmethod
+    def new(cls, key: str, operator: Operator, values: Iterable[str] = ()) -> Requirement:
+        """A validated requirement; raises ``ValueError`` with upstream's message when invalid."""
+        vals = list(values)
+        errs: list[str] = []
+        key_errs = qualified_name_errors(key)
+        if key_errs:
+            errs.append(_invalid("key", _quote(key), "; ".join(key_errs)))
+        count_problem = None
+        match operator:
+            case Operator.IN | Operator.NOT_IN if not vals:
+                count_problem = "for 'in', 'notin' operators, values set can't be empty"
+            case Operator.EQUALS | Operator.DOUBLE_EQUALS | Operator.NOT_EQUALS if len(vals) != 1:
+                count_problem = "exact-match compatibility requires one single value"
+            case Operator.EXISTS | Operator.DOES_NOT_EXIST if vals:
+                count_problem = "values set must be empty for exists and does not exist"
+            case Operator.GREATER_THAN | Operator.LESS_THAN if len(vals) != 1:
+                count_problem = "for 'Gt', 'Lt' operators, exactly one value is required"
+        if count_problem:
+            errs.append(_invalid("values", _go_strings(vals), count_problem))
+        if operator in (Operator.GREATER_THAN, Operator.LESS_THAN):
+            for i, v in enumerate(vals):
+                if _parse_int(v) is None:
+                    detail = "for 'Gt', 'Lt' operators, the value must be an integer"
+                    errs.append(_invalid(f"values[{i}]", _quote(v), detail))
+        if operator not in (Operator.GREATER_THAN, Operator.LESS_THAN):
+            for i, v in enumerate(vals):
+                value_errs = label_value_errors(v)
+                if value_errs:
+                    errs.append(_invalid(f"values[{i}][{key}]", _quote(v), "; ".join(value_errs)))
+        if errs:
+            raise ValueError(_aggregate(errs))
+        return cls(key, operator, tuple(sorted(set(vals))))
+
+    def __str__(self) -> str:
+        match self.operator:
+            case Operator.EXISTS:
+                return self.key
+            case Operator.DOES_NOT_EXIST:
+                return "!" + self.key
+            case Operator.IN | Operator.NOT_IN:
+                return f"{self.key} {self.operator.value} ({','.join(self.values)})"
+            case Operator.GREATER_THAN:
+                return f"{self.key}>{self.values[0]}"
+            case Operator.LESS_THAN:
+                return f"{self.key}<{self.values[0]}"
+            case _:
+                return f"{self.key}{self.operator.value}{self.values[0]}"
+
+    def compile(self) -> Check:
+        """A function of a label map that is True when this requirement holds."""
+        key, values = self.key, self.values
+        match self.operator:
+            case Operator.EQUALS | Operator.DOUBLE_EQUALS | Operator.IN if len(values) == 1:
+                value = values[0]
+                return lambda labels: labels.get(key) == value
+            case Operator.IN:
+                allowed = frozenset(values)
+                return lambda labels: labels.get(key) in allowed
+            case Operator.NOT_EQUALS | Operator.NOT_IN if len(values) == 1:
+                value = values[0]
+                return lambda labels: labels.get(key) != value
+            case Operator.NOT_IN:
+                denied = frozenset(values)
+                return lambda labels: labels.get(key) not in denied
+            case Operator.EXISTS:
+                return lambda labels: key in labels
+            case Operator.DOES_NOT_EXIST:
+                return lambda labels: key not in labels
+            case _:
+                bound = int(values[0])
+                greater = self.operator is Operator.GREATER_THAN
+
+                def compare(labels: Mapping[str, str]) -> bool:
+                    have = labels.get(key)
+                    number = _parse_int(have) if have is not None else None
+                    if number is None:
+                        return False
+                    return number > bound if greater else number < bound
+
+                return compare
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        return self.compile()(labels or {})
+
+
+_NO_LABELS: Mapping[str, str] = {}
+
+
+class Selector:
+    """An AND of requirements, compiled for matching. Immutable; equal when the requirements are.
+
+    ``Selector.everything()`` (no requirements) matches every object, ``Selector.nothing()``
+    matches none (upstream's result for a nil ``LabelSelector``).
+    """
+
+    __slots__ = ("_checks", "_nothing", "requirements")
+
+    def __init__(self, requirements: Iterable[Requirement] = (), *, _nothing: bool = False) -> None:
+        self.requirements: tuple[Requirement, ...] = tuple(sorted(requirements, key=lambda r: r.key))
+        self._checks = tuple(r.compile() for r in self.requirements)
+        self._nothing = _nothing
+
+    @classmethod
+    def everything(cls) -> Selector:
+        return _EVERYTHING
+
+    @classmethod
+    def nothing(cls) -> Selector:
+        return _NOTHING
+
+    @property
+    def empty(self) -> bool:
+        """True when the selector selects everything (no requirements)."""
+        return not self.requirements and not self._nothing
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        """Whether an object with these labels is selected (None means no labels)."""
+        if self._nothing:
+            return False
+        m = labels if labels is not None else _NO_LABELS
+        # A plain loop: this runs per object per list, and all() would allocate a generator each time.
+        for check in self._checks:  # noqa: SIM110
+            if not check(m):
+                return False
+        return True
+
+    def __str__(self) -> str:
+        return ",".join(str(r) for r in self.requirements)
+
+    def __repr__(self) -> str:
+        return "Selector(<nothing>)" if self._nothing else f"Selector({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Selector):
+            return NotImplemented
+        return self.requirements == other.requirements and self._nothing == other._nothing
+
+    def __hash__(self) -> int:
+        return hash((self.requirements, self._nothing))
+
+
+_EVERYTHING = Selector()
+_NOTHING = Selector(_nothing=True)
+
+
+# --- the string grammar --------------------------------------------------------------------------
+
+_IDENT, _END = "identifier", "end of string"
+_SYMBOLS = ("!=", "==", "!", "=", "(", ")", ",", ">", "<")
+_SPECIAL = frozenset("=!(),<>")
+_BLANK = frozenset(" \t\r\n")
+
+
+def _tokenize(text: str) -> list[tuple[str, str]]:
+    """(kind, literal) pairs; kind is ``identifier``, ``end of string`` or the symbol itself."""
+    tokens: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in _BLANK:
+            i += 1
+        elif ch in _SPECIAL:
+            two = text[i : i + 2]
+            sym = two if two in ("!=", "==") else ch
+            tokens.append((sym, sym))
+            i += len(sym)
+        else:
+            j = i
+            while j < n and text[j] not in _SPECIAL and text[j] not in _BLANK:
+                j += 1
+            tokens.append((_IDENT, text[i:j]))
+            i = j
+    tokens.append((_END, ""))
+    return tokens
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.tokens = _tokenize(text)
+        self.pos = 0
+
+    def peek(self) -> tuple[str, str]:
+        return self.tokens[self.pos]
+
+    def take(self) -> tuple[str, str]:
+        tok = self.tokens[self.pos]
+        if tok[0] != _END:
+            self.pos += 1
+        return tok
+
+    def parse(self) -> list[Requirement]:
+        out: list[Requirement] = []
+        while True:
+            kind, lit = self.peek()
+            if kind == _END:
+                return out
+            if kind not in (_IDENT, "!"):
+                raise ValueError(f"found '{lit}', expected: !, identifier, or 'end of string'")
+            try:
+                out.append(self.requirement())
+            except ValueError as e:
+                raise ValueError(f"unable to parse requirement: {e}") from None
+            kind, lit = self.take()
+            if kind == _END:
+                return out
+            if kind != ",":
+                raise ValueError(f"found '{lit}', expected: ',' or 'end of string'")
+            kind, lit = self.peek()
+            if kind not in (_IDENT, "!"):
+                raise ValueError(f"found '{lit}', expected: identifier after ','")
+
+    def requirement(self) -> Requirement:
+        kind, lit = self.take()
+        negated = kind == "!"
+        if negated:
+            kind, lit = self.take()
+        if kind != _IDENT or lit in ("in", "notin"):
+            raise ValueError(f"found '{lit}', expected: identifier")
+        key = lit
+        if negated:
+            return Requirement.new(key, Operator.DOES_NOT_EXIST)
+        if self.peek()[0] in (_END, ","):
+            return Requirement.new(key, Operator.EXISTS)
+        kind, lit = self.take()
+        op = {
+            "=": Operator.EQUALS,
+            "==": Operator.DOUBLE_EQUALS,
+            "!=": Operator.NOT_EQUALS,
+            ">": Operator.GREATER_THAN,
+            "<": Operator.LESS_THAN,
+        }.get(kind)
+        if kind == _IDENT and lit in ("in", "notin"):
+            op = Operator.IN if lit == "in" else Operator.NOT_IN
+        if op is None:
+            raise ValueError(f"found '{lit}', expected: in, notin, =, ==, !=, gt, lt")
+        if op in (Operator.IN, Operator.NOT_IN):
+            return Requirement.new(key, op, self.value_set())
+        return Requirement.new(key, op, [self.exact_value()])
+
+    def exact_value(self) -> str:
+        kind, lit = self.peek()
+        if kind in (_END, ","):
+            return ""
+        self.take()
+        if kind != _IDENT:
+            raise ValueError(f"found '{lit}', expected: identifier")
+        return lit
+
+    def value_set(self) -> set[str]:
+        kind, lit = self.take()
+        if kind != "(":
+            raise ValueError(f"found '{lit}', expected: '('")
+        values: set[str] = set()
+        expect_value = True
+        while True:
+            kind, lit = self.take()
+            if kind == ")":
+                if expect_value:
+                    values.add("")  # "()" and "(a,)" carry an empty value, as upstream
+                return values
+            if kind == ",":
+                if expect_value:
+                    values.add("")
+                expect_value = True
+            elif kind == _IDENT and expect_value:
+                values.add(lit)
+                expect_value = False
+            elif expect_value:
+                raise ValueError(f"found '{lit}', expected: ',', or identifier")
+            else:
+                raise ValueError(f"found '{lit}', expected: ',' or ')'")
+
+
+def parse(text: str) -> Selector:
+    """Parse a label selector string; ``""`` selects everything.
+
+    Raises ``ValueError`` with upstream's wording on bad syntax or invalid keys/values; the server
+    answers it with 400 BadRequest.
+    """
+    if not text or text.isspace():
+        return _EVERYTHING
+    return Selector(_Parser(text).parse())
+
+
+def from_label_selector(selector: Mapping[str, Any] | None) -> Selector:
+    """Convert a ``metav1.LabelSelector`` (``matchLabels``, ``matchExpressions``).
+
+    None selects nothing and ``{}`` selects everything, as upstream's ``LabelSelectorAsSelector``.
+    Raises ``ValueError`` for an unknown operator or invalid keys/values.
+    """
+    if selector is None:
+        return _NOTHING
+    requirements = [
+        Requirement.new(k, Operator.EQUALS, [v]) for k, v in (selector.get("matchLabels") or {}).items()
+    ]
+    for expr in selector.get("matchExpressions") or ():
+        name = expr.get("operator")
+        values = expr.get("values") or ()
+        if name in _SET_OPERATORS:
+            op = _SET_OPERATORS[name]
+        elif name in _EXIST_OPERATORS:
+            op = _EXIST_OPERATORS[name]
+        else:
+            raise ValueError(f'"{name}" is not a valid label selector operator')
+        requirements.append(Requirement.new(expr.get("key", ""), op, values))
+    return Selector(requirements)
+
+
+def format(selector: Mapping[str, Any] | None) -> str:
+    """A ``metav1.LabelSelector`` as a selector string (e.g. a Scale's ``status.selector``).
+
+    Empty and None selectors give ``""`` (printers show ``<none>`` for it).
+    Raises ``ValueError`` like ``from_label_selector``.
+    """
+    return str(from_label_selector(selector))
+
+
+def _parse_int(text: str) -> int | None:
+    # Go's strconv.ParseInt(s, 10, 64): optional sign, ASCII digits only, 64-bit range.
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit():
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None

@@ -1,0 +1,72 @@
+"""The Kubernetes 1.32 definitions shipped by the ``kubernetes-validate`` package.
+
+The file is one JSON Schema document whose ``$defs`` are keyed by Go type name
+(``io.k8s.api.apps.v1.Deployment``); top-level kinds carry ``x-kubernetes-group-version-kind``.
+It is parsed once, on first use (about 10 ms with ``orjson`` for 1.3 MB), and cached for the life
+of the process; callers must treat every returned dict as read-only.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from kplane.api.schema import node
+
+KUBERNETES_VERSION = "1.32.0"
+_RESOURCE = ("kubernetes-json-schema", f"v{KUBERNETES_VERSION}-local", "_definitions.json")
+
+
+@functools.cache
+def definitions() -> Mapping[str, Mapping[str, Any]]:
+    """Every definition by name. Loaded lazily once; read-only (shared by all callers)."""
+    document = orjson.loads(_package_dir().joinpath(*_RESOURCE).read_bytes())
+    defs: dict[str, Mapping[str, Any]] = document["$defs"]
+    return defs
+
+
+def _package_dir() -> pathlib.Path:
+    # find_spec locates the package without importing it: importing kubernetes_validate pulls in
+    # jsonschema and costs ~100 ms, ten times the parse itself.
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the kubernetes-validate package is not installed")
+    return pathlib.Path(next(iter(spec.submodule_search_locations)))
+
+
+@functools.cache
+def _gvk_index() -> Mapping[tuple[str, str, str], str]:
+    index: dict[tuple[str, str, str], str] = {}
+    for name, schema in definitions().items():
+        for gvk in schema.get("x-kubernetes-group-version-kind") or ():
+            key = (gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))
+            # Shared meta types (DeleteOptions, WatchEvent, Status) list every group; a kind's own
+            # definition lists exactly one GVK, so it wins over a shared one for the same key.
+            if key not in index or len(schema["x-kubernetes-group-version-kind"]) == 1:
+                index[key] = name
+    return index
+
+
+def definition_name_for_gvk(group: str, version: str, kind: str) -> str | None:
+    """The definition name of a built-in kind, e.g. ``("apps", "v1", "Deployment")`` →
+    ``io.k8s.api.apps.v1.Deployment``; None when the kind is not built in."""
+    return _gvk_index().get((group, version, kind))
+
+
+@functools.cache
+def node_for_definition(name: str) -> node.SchemaNode | None:
+    """A cached root ``SchemaNode`` for one definition, or None if there is no such definition."""
+    defs = definitions()
+    schema = defs.get(name)
+    return node.SchemaNode(schema, defs) if schema is not None else None
+
+
+def node_for_gvk(group: str, version: str, kind: str) -> node.SchemaNode | None:
+    """A cached root ``SchemaNode`` for a built-in kind, or None when the kind is not built in."""
+    name = definition_name_for_gvk(group, version, kind)
+    return node_for_definition(name) if name is not None else None
