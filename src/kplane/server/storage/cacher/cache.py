@@ -1,0 +1,382 @@
+"""``CachedStorage``: every current object and a window of recent events, in memory.
+
+Design note. The apiserver's "cacher" serves reads and watches without touching etcd; so does this
+decorator, over any ``Storage``. At ``start`` it lists the whole backend and watches it from that
+snapshot's revision; each backend event is applied to an in-memory index and appended to a bounded
+window, then fanned out to the cache's own watchers (the same ``Event`` object, so an encoding
+memoised on it is shared). Objects are grouped per resource (``/registry/<group>/<resource>/``) with
+their keys kept sorted, so listing one resource or namespace is a bisection plus a slice.
+
+Consistency: ``current_revision`` is the newest revision applied to the cache. Writes go to the
+backend and return only once their own event has been applied here, so a read after a write sees
+it (read-your-writes). ``list`` at the current revision is served from memory; an exact list at an
+older revision (a continue token's snapshot) is delegated to the backend. A revision the cache has
+not reached yet, but the backend has, is waited for; one the backend has not reached raises
+``TooLargeRevision``. ``watch`` is served from the window only: older than the window is ``Expired``.
+
+If the cache loses its backend stream (its own watcher overflowed), it terminates its watchers with
+an error (their clients relist), and lists and watches the backend again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import builtins
+import collections
+import heapq
+import itertools
+import logging
+from typing import Protocol
+
+from kplane._util import clock as clock_
+from kplane.server.storage import interface
+from kplane.server.storage.cacher import fanout
+
+_log = logging.getLogger(__name__)
+_ALL = "/"
+
+
+def resource_prefix(key: str) -> str:
+    """The index bucket of ``key``: its first four ``/``-separated segments (``/registry/g/r/``)."""
+    end = -1
+    for _ in range(4):
+        nxt = key.find("/", end + 1)
+        if nxt < 0:
+            break
+        end = nxt
+    return key[: end + 1]
+
+
+def _key_range(keys: list[str], prefix: str, start_after: str) -> tuple[int, int]:
+    """``keys[lo:hi]`` are the sorted ``keys`` under ``prefix`` that come after ``start_after``."""
+    lo = bisect.bisect_left(keys, prefix)
+    if start_after >= prefix:
+        lo = max(lo, bisect.bisect_right(keys, start_after))
+    if not prefix:
+        return lo, len(keys)
+    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return lo, max(lo, bisect.bisect_left(keys, end, lo))
+
+
+class KeyedStorage(interface.Storage, Protocol):
+    """A ``Storage`` that can also list ``(key, object)`` pairs: what the cache needs to index a
+    snapshot (``ListResult`` items carry no keys)."""
+
+    async def list_keyed(self, prefix: str) -> tuple[builtins.list[tuple[str, interface.Object]], int]:
+        """Every live ``(key, object)`` under ``prefix`` in key order at the current revision, and
+        that revision."""
+        ...
+
+
+class _Bucket:
+    """Live objects of one resource; ``keys`` is sorted."""
+
+    __slots__ = ("keys", "objects")
+
+    def __init__(self) -> None:
+        self.objects: dict[str, interface.Object] = {}
+        self.keys: builtins.list[str] = []
+
+    def put(self, key: str, obj: interface.Object) -> None:
+        if key not in self.objects:
+            keys = self.keys
+            if not keys or key > keys[-1]:
+                keys.append(key)
+            else:
+                bisect.insort(keys, key)
+        self.objects[key] = obj
+
+    def remove(self, key: str) -> None:
+        if self.objects.pop(key, None) is not None:
+            del self.keys[bisect.bisect_left(self.keys, key)]
+
+
+class CachedStorage:
+    """A ``Storage`` that serves ``get``, ``list`` and ``watch`` from memory (see the module docstring).
+
+    Call ``await start()`` before use and ``await close()`` at the end; ``close`` also closes the
+    backend, which this object owns.
+    """
+
+    def __init__(
+        self,
+        backend: KeyedStorage,
+        *,
+        window: int = 10_000,
+        watcher_capacity: int = 10_000,
+        clock: clock_.Clock | None = None,
+    ) -> None:
+        self._backend = backend
+        self._window = window
+        self._watcher_capacity = watcher_capacity
+        self._clock: clock_.Clock = clock or clock_.RealClock()
+        self._buckets: dict[str, _Bucket] = {}
+        self._events: collections.deque[interface.Event] = collections.deque()
+        self._rev = 0
+        self._oldest = 0  # watches may start at this revision or later
+        self._waiters: builtins.list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        self._broadcaster = fanout.Broadcaster()
+        self._source: interface.Watch | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._started = False
+        self._following = False  # iterating the backend stream (not relisting)
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load every object from the backend and follow its changes. Idempotent."""
+        if self._started:
+            return
+        await self._load()
+        self._started = True
+        self._task = asyncio.get_running_loop().create_task(self._follow(), name="kplane-cacher")
+
+    async def close(self) -> None:
+        """Close the backend (its pending writes complete and their events are applied here),
+        then end every watch of this cache."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._backend.close()
+            if self._task is not None and self._following:
+                # The backend ended its stream after its last event: let the follower apply it all.
+                await self._task
+        finally:
+            if self._source is not None:
+                self._source.close()
+            if self._task is not None and not self._task.done():
+                self._task.cancel()
+            self._broadcaster.end_all()
+            self._fail_waiters(interface.StorageError("storage is closed"))
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def current_revision(self) -> int:
+        return self._rev
+
+    async def get(self, key: str) -> interface.Object:
+        self._check_ready()
+        bucket = self._buckets.get(resource_prefix(key))
+        obj = bucket.objects.get(key) if bucket is not None else None
+        if obj is None:
+            raise interface.KeyNotFound(key)
+        return obj
+
+    async def list(
+        self, prefix: str, *, revision: int = 0, start_after: str = "", limit: int = 0
+    ) -> interface.ListResult:
+        self._check_ready()
+        if revision > self._rev:
+            backend_rev = self._backend.current_revision()
+            if revision > backend_rev:
+                raise interface.TooLargeRevision(revision, backend_rev)
+            await self.wait_for_revision(revision)
+        if revision and revision < self._rev:
+            return await self._backend.list(prefix, revision=revision, start_after=start_after, limit=limit)
+        return self._list_current(prefix, start_after, limit)
+
+    async def list_keyed(self, prefix: str) -> tuple[builtins.list[tuple[str, interface.Object]], int]:
+        self._check_ready()
+        keys, objects = self._keys_objects(prefix)
+        lo, hi = _key_range(keys, prefix, "")
+        return [(k, objects[k]) for k in keys[lo:hi]], self._rev
+
+    # ``timeout`` is measured on the injected Clock, which ``asyncio.timeout`` cannot use.
+    async def wait_for_revision(self, revision: int, timeout: float = 3.0) -> None:  # noqa: ASYNC109
+        """Return once the cache has applied ``revision``; raise ``TooLargeRevision`` after
+        ``timeout`` seconds if it has not (for "not older than N" reads)."""
+        self._check_ready()
+        if self._rev >= revision:
+            return
+        fut = self._waiter(revision)
+        sleeper = asyncio.ensure_future(self._clock.sleep(timeout))
+        try:
+            await asyncio.wait((fut, sleeper), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            if not fut.done():
+                fut.cancel()
+        if self._rev < revision:
+            raise interface.TooLargeRevision(revision, self._rev)
+
+    # -- writes --------------------------------------------------------------------------------
+
+    async def create(self, key: str, obj: interface.Object) -> interface.Object:
+        self._check_ready()
+        return await self._applied(await self._backend.create(key, obj))
+
+    async def guaranteed_update(
+        self,
+        key: str,
+        fn: interface.UpdateFunc,
+        *,
+        preconditions: interface.Preconditions | None = None,
+    ) -> interface.Object:
+        self._check_ready()
+        return await self._applied(
+            await self._backend.guaranteed_update(key, fn, preconditions=preconditions)
+        )
+
+    async def delete(
+        self, key: str, *, preconditions: interface.Preconditions | None = None
+    ) -> interface.Object:
+        self._check_ready()
+        return await self._applied(await self._backend.delete(key, preconditions=preconditions))
+
+    async def compact(self, revision: int) -> None:
+        self._check_ready()
+        await self._backend.compact(revision)
+        revision = min(revision, self._rev)
+        events = self._events
+        while events and events[0].revision <= revision:
+            events.popleft()
+        self._oldest = max(self._oldest, revision)
+
+    # -- watch ---------------------------------------------------------------------------------
+
+    def watch(self, prefix: str, from_revision: int) -> interface.Watch:
+        self._check_ready()
+        if from_revision > self._rev:
+            backend_rev = self._backend.current_revision()
+            if from_revision > backend_rev:
+                raise interface.TooLargeRevision(from_revision, backend_rev)
+            # The backend has it and the cache will soon: start live, skipping what is not newer.
+            return self._broadcaster.watch(prefix, capacity=self._watcher_capacity, after=from_revision)
+        if from_revision < self._oldest:
+            raise interface.Expired(from_revision, self._oldest)
+        events = self._events
+        start = bisect.bisect_right(events, from_revision, key=_revision)
+        initial = [e for e in itertools.islice(events, start, None) if e.key.startswith(prefix)]
+        return self._broadcaster.watch(prefix, capacity=self._watcher_capacity, initial=initial)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _check_ready(self) -> None:
+        if self._closed:
+            raise interface.StorageError("storage is closed")
+        if not self._started:
+            raise interface.StorageError("cache is not started: await start() first")
+
+    def _keys_objects(self, prefix: str) -> tuple[builtins.list[str], dict[str, interface.Object]]:
+        """Sorted keys (a superset of those under ``prefix``) and their objects."""
+        if prefix.count("/") >= 4:
+            bucket = self._buckets.get(resource_prefix(prefix))
+            return (bucket.keys, bucket.objects) if bucket is not None else ([], {})
+        buckets = [b for name, b in self._buckets.items() if name.startswith(prefix)]
+        if len(buckets) == 1:
+            return buckets[0].keys, buckets[0].objects
+        objects: dict[str, interface.Object] = {}
+        for b in buckets:
+            objects.update(b.objects)
+        return sorted(objects), objects
+
+    def _list_current(self, prefix: str, start_after: str, limit: int) -> interface.ListResult:
+        keys, objects = self._keys_objects(prefix)
+        lo, hi = _key_range(keys, prefix, start_after)
+        remaining = 0
+        if limit and hi - lo > limit:
+            remaining = hi - lo - limit
+            hi = lo + limit
+        items = [objects[k] for k in keys[lo:hi]]
+        return interface.ListResult(
+            items=items,
+            revision=self._rev,
+            more=remaining > 0,
+            remaining=remaining,
+            last_key=keys[hi - 1] if remaining else "",
+        )
+
+    async def _applied(self, obj: interface.Object) -> interface.Object:
+        """Wait until the write that produced ``obj`` is visible in the cache, then return ``obj``."""
+        revision = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+        if self._rev < revision:
+            await self._waiter(revision)
+        return obj
+
+    def _waiter(self, revision: int) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (revision, next(self._seq), fut))
+        return fut
+
+    def _wake(self) -> None:
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= self._rev:
+            fut = heapq.heappop(waiters)[2]
+            if not fut.done():
+                fut.set_result(None)
+
+    def _fail_waiters(self, error: interface.StorageError) -> None:
+        for _, _, fut in self._waiters:
+            if not fut.done():
+                fut.set_exception(error)
+                fut.exception()  # mark retrieved: a waiter that gave up must not log a warning
+        self._waiters.clear()
+
+    async def _load(self) -> None:
+        """List the backend into fresh buckets and start watching it from the snapshot."""
+        pairs, revision = await self._backend.list_keyed(_ALL)
+        buckets: dict[str, _Bucket] = {}
+        for key, obj in pairs:
+            name = resource_prefix(key)
+            bucket = buckets.get(name)
+            if bucket is None:
+                bucket = buckets[name] = _Bucket()
+            bucket.put(key, obj)
+        self._buckets = buckets
+        self._rev = revision
+        self._oldest = revision
+        self._events.clear()
+        self._source = self._backend.watch(_ALL, revision)
+
+    def _apply(self, event: interface.Event) -> None:
+        name = resource_prefix(event.key)
+        bucket = self._buckets.get(name)
+        if event.type == interface.DELETED:
+            if bucket is not None:
+                bucket.remove(event.key)
+                if not bucket.objects:
+                    del self._buckets[name]
+        else:
+            if bucket is None:
+                bucket = self._buckets[name] = _Bucket()
+            bucket.put(event.key, event.object)
+        self._rev = event.revision
+        events = self._events
+        events.append(event)
+        if len(events) > self._window:
+            self._oldest = events.popleft().revision
+        self._broadcaster.publish(event)
+        if self._waiters:
+            self._wake()
+
+    async def _follow(self) -> None:
+        while True:
+            source = self._source
+            assert source is not None
+            self._following = True
+            try:
+                async for event in source:
+                    self._apply(event)
+                return  # the backend ended the stream: it is closing
+            except interface.StorageError as e:
+                self._following = False
+                if self._closed:
+                    return
+                _log.warning("cache lost its backend watch (%s); relisting", e)
+                self._broadcaster.fail_all(interface.StorageError(f"watch cache restarted: {e}"))
+            while not self._closed:
+                try:
+                    await self._load()
+                    self._wake()
+                    break
+                except interface.StorageError as e:
+                    _log.warning("cache relist failed (%s); retrying", e)
+                    await self._clock.sleep(1.0)
+
+
+def _revision(event: interface.Event) -> int:
+    return event.revision

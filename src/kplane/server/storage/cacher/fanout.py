@@ -1,0 +1,207 @@
+"""Event fan-out: bounded per-watcher queues behind one broadcaster.
+
+Every storage implementation (memory, SQLite, the cache) notifies its watchers through a
+``Broadcaster``. Delivery is a synchronous call on the event loop, so a write never waits for a
+watcher: each ``QueueWatch`` buffers at most ``capacity`` live events and, when a consumer falls that
+far behind, is terminated (its iterator raises ``StorageError``) instead of slowing anyone down.
+
+Watchers are grouped by prefix, so an event costs one ``startswith`` per distinct watched prefix
+rather than one per watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+
+from kplane.server.storage import interface
+
+Backlog = Callable[[], Awaitable[Iterable[interface.Event]]]
+"""Loads events that precede the live stream (e.g. history read from disk); called once, lazily."""
+
+
+class QueueWatch:
+    """One watcher: an optional backlog, then live events pushed by a ``Broadcaster``.
+
+    Contract: events come out in the order they were pushed (backlog first), each once. ``close``
+    (the consumer's call) is idempotent and ends the iteration at once; ``end`` (the producer's) ends
+    it after what is queued; ``fail`` drops what is queued and makes the iterator raise.
+    """
+
+    __slots__ = (
+        "_after",
+        "_backlog",
+        "_cancelled",
+        "_capacity",
+        "_closed",
+        "_error",
+        "_on_close",
+        "_queue",
+        "_waiter",
+        "prefix",
+    )
+
+    def __init__(
+        self,
+        prefix: str,
+        *,
+        capacity: int,
+        initial: Iterable[interface.Event] = (),
+        backlog: Backlog | None = None,
+        on_close: Callable[[QueueWatch], None] | None = None,
+        after: int = 0,
+    ) -> None:
+        self.prefix = prefix
+        self._after = after
+        self._queue: collections.deque[interface.Event] = collections.deque(initial)
+        # Events already in the window when the watch starts do not count against the live budget.
+        self._capacity = capacity + len(self._queue)
+        self._backlog = backlog
+        self._on_close = on_close
+        self._waiter: asyncio.Future[None] | None = None
+        self._closed = False
+        self._cancelled = False
+        self._error: interface.StorageError | None = None
+
+    @property
+    def done(self) -> bool:
+        """True once closed or failed."""
+        return self._closed
+
+    def push(self, event: interface.Event) -> None:
+        """Queue one live event; terminates the watcher if its queue is full. Never blocks."""
+        if self._closed or event.revision <= self._after:
+            return
+        if len(self._queue) >= self._capacity:
+            self.fail(interface.StorageError("watcher is too slow: event queue overflowed, watch terminated"))
+            return
+        self._queue.append(event)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def fail(self, error: interface.StorageError) -> None:
+        """Terminate: the iterator raises ``error`` at its next step (queued events are dropped)."""
+        if self._closed:
+            return
+        self._error = error
+        self._queue.clear()
+        self._finish()
+
+    def close(self) -> None:
+        """Stop the watch; the iterator ends after this. Idempotent."""
+        if self._closed:
+            return
+        self._cancelled = True
+        self._queue.clear()
+        self._finish()
+
+    def end(self) -> None:
+        """End the stream gracefully: what is queued is still delivered, then iteration stops."""
+        if self._closed:
+            return
+        self._finish()
+
+    def _finish(self) -> None:
+        self._closed = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            on_close(self)
+
+    def __aiter__(self) -> AsyncIterator[interface.Event]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[interface.Event]:
+        if self._backlog is not None:
+            backlog, self._backlog = self._backlog, None
+            try:
+                events = await backlog()
+            except BaseException:
+                self.close()
+                raise
+            for event in events:
+                if self._error is not None:
+                    raise self._error
+                if self._cancelled:
+                    return
+                yield event
+        queue = self._queue
+        while True:
+            while queue:
+                yield queue.popleft()
+            if self._error is not None:
+                raise self._error
+            if self._closed:
+                return
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+
+class Broadcaster:
+    """Delivers events to every open ``QueueWatch`` whose prefix matches the event's key."""
+
+    __slots__ = ("_by_prefix",)
+
+    def __init__(self) -> None:
+        self._by_prefix: dict[str, set[QueueWatch]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(ws) for ws in self._by_prefix.values())
+
+    def add(self, watch: QueueWatch) -> None:
+        """Register ``watch`` for live events (the watch must not be done)."""
+        self._by_prefix.setdefault(watch.prefix, set()).add(watch)
+
+    def discard(self, watch: QueueWatch) -> None:
+        """Unregister ``watch`` (no-op when absent)."""
+        group = self._by_prefix.get(watch.prefix)
+        if group is not None:
+            group.discard(watch)
+            if not group:
+                del self._by_prefix[watch.prefix]
+
+    def publish(self, event: interface.Event) -> None:
+        """Push ``event`` to every matching watcher. Never blocks, never raises."""
+        key = event.key
+        for prefix, group in list(self._by_prefix.items()):
+            if key.startswith(prefix):
+                for watch in list(group):
+                    watch.push(event)
+
+    def watch(
+        self,
+        prefix: str,
+        *,
+        capacity: int,
+        initial: Iterable[interface.Event] = (),
+        backlog: Backlog | None = None,
+        after: int = 0,
+    ) -> QueueWatch:
+        """A registered watcher that first yields ``backlog``/``initial``, then live events (only
+        those with a revision above ``after``)."""
+        watch = QueueWatch(
+            prefix, capacity=capacity, initial=initial, backlog=backlog, on_close=self.discard, after=after
+        )
+        self.add(watch)
+        return watch
+
+    def fail_all(self, error: interface.StorageError) -> None:
+        """Terminate every watcher with ``error``."""
+        for group in list(self._by_prefix.values()):
+            for watch in list(group):
+                watch.fail(error)
+        self._by_prefix.clear()
+
+    def end_all(self) -> None:
+        """End every watcher gracefully (queued events are still delivered)."""
+        for group in list(self._by_prefix.values()):
+            for watch in list(group):
+                watch.end()
+        self._by_prefix.clear()

@@ -1,0 +1,121 @@
+"""Read queries on the log: latest row of a key, a prefix snapshot at a revision, history for watch.
+
+Every function takes a connection and returns decoded objects stamped with the revision of the row
+they came from (the ``resourceVersion`` inside a stored value is never trusted). Snapshots filter on
+``rev <= revision``, so they are consistent without a read transaction: compaction only removes rows
+that no snapshot at or after the compacted revision can see.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import orjson
+
+from kplane.server.storage import interface
+
+
+def prefix_end(prefix: str) -> str:
+    """The smallest string greater than every string that starts with ``prefix`` ("" = no bound)."""
+    if not prefix:
+        return ""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def decode(value: bytes, revision: int) -> interface.Object:
+    """A fresh object from stored bytes, stamped with ``revision``."""
+    obj: interface.Object = orjson.loads(value)
+    return interface.set_resource_version(obj, revision)
+
+
+def latest(conn: sqlite3.Connection, key: str) -> tuple[int, bytes] | None:
+    """``(revision, value)`` of the live object at ``key``, or None when absent or deleted."""
+    row = conn.execute(
+        "SELECT rev, deleted, value FROM log WHERE key = ? ORDER BY rev DESC LIMIT 1", (key,)
+    ).fetchone()
+    if row is None or row[1]:
+        return None
+    return row[0], row[2]
+
+
+def _range(prefix: str, start_after: str) -> tuple[str, list[object]]:
+    clauses = ["key >= ?"]
+    params: list[object] = [prefix]
+    end = prefix_end(prefix)
+    if end:
+        clauses.append("key < ?")
+        params.append(end)
+    if start_after:
+        clauses.append("key > ?")
+        params.append(start_after)
+    return " AND ".join(clauses), params
+
+
+def snapshot(
+    conn: sqlite3.Connection, prefix: str, revision: int, start_after: str, limit: int
+) -> tuple[list[tuple[str, interface.Object]], int]:
+    """Live ``(key, object)`` pairs under ``prefix`` as of ``revision``, in key order, keys after
+    ``start_after``, at most ``limit`` (0 = all). Returns ``(pairs, remaining)``; ``remaining`` counts
+    keys past the limit."""
+    where, params = _range(prefix, start_after)
+    latest_rows = f"SELECT max(rev) AS rev FROM log WHERE {where} AND rev <= ? GROUP BY key"
+    sql = (
+        f"SELECT l.key, l.rev, l.value FROM log AS l JOIN ({latest_rows}) AS m ON l.rev = m.rev"
+        " WHERE l.deleted = 0 ORDER BY l.key"
+    )
+    args = [*params, revision]
+    if limit:
+        sql += " LIMIT ?"
+        args.append(limit + 1)
+    rows = conn.execute(sql, args).fetchall()
+    remaining = 0
+    if limit and len(rows) > limit:
+        rows = rows[:limit]
+        where, params = _range(prefix, rows[-1][0])
+        latest_rows = f"SELECT max(rev) AS rev FROM log WHERE {where} AND rev <= ? GROUP BY key"
+        remaining = conn.execute(
+            f"SELECT count(*) FROM log AS l JOIN ({latest_rows}) AS m ON l.rev = m.rev WHERE l.deleted = 0",
+            [*params, revision],
+        ).fetchone()[0]
+    return [(key, decode(value, rev)) for key, rev, value in rows], remaining
+
+
+def history(
+    conn: sqlite3.Connection, prefix: str, after: int, upto: int, *, batch: int = 1_000
+) -> list[interface.Event]:
+    """Events under ``prefix`` for revisions in ``(after, upto]``, in revision order.
+
+    A row is ADDED when it created its key, DELETED when it is a deletion (its value is the last
+    state), MODIFIED otherwise; ``prev_object`` comes from the row named by ``prev_rev``.
+    """
+    where, params = _range(prefix, "")
+    events: list[interface.Event] = []
+    cursor_rev = after
+    while cursor_rev < upto:
+        rows = conn.execute(
+            "SELECT rev, key, create_rev, prev_rev, deleted, value FROM log"
+            f" WHERE rev > ? AND rev <= ? AND {where} ORDER BY rev LIMIT ?",
+            [cursor_rev, upto, *params, batch],
+        ).fetchall()
+        if not rows:
+            break
+        wanted = [r[3] for r in rows if r[3] and not r[4] and r[2] != r[0]]
+        prev_values: dict[int, bytes] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            prev_values.update(conn.execute(f"SELECT rev, value FROM log WHERE rev IN ({marks})", chunk))
+        for rev, key, create_rev, prev_rev, deleted, value in rows:
+            if deleted:
+                last = decode(value, rev)
+                events.append(interface.Event(interface.DELETED, key, last, rev, decode(value, prev_rev)))
+            elif create_rev == rev:
+                events.append(interface.Event(interface.ADDED, key, decode(value, rev), rev))
+            else:
+                prev_value = prev_values.get(prev_rev)
+                prev = decode(prev_value, prev_rev) if prev_value is not None else None
+                events.append(interface.Event(interface.MODIFIED, key, decode(value, rev), rev, prev))
+        cursor_rev = rows[-1][0]
+        if len(rows) < batch:
+            break
+    return events

@@ -1,0 +1,94 @@
+"""Opening a kplane SQLite store: pragmas, schema creation, and recognising foreign files.
+
+The layout is one append-only ``log`` table whose ``rev`` is the revision, plus a ``meta`` table that
+marks the file as a kplane store and remembers the compacted revision (so the revision never goes
+backwards across restarts, even when compaction removed the newest row, a deletion).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from kplane.server.storage import interface
+
+FORMAT = "kplane-log/1"
+
+_SCHEMA = (
+    "CREATE TABLE meta(name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE log(rev INTEGER PRIMARY KEY, key TEXT NOT NULL, create_rev INTEGER NOT NULL,"
+    " prev_rev INTEGER NOT NULL, deleted INTEGER NOT NULL, value BLOB)",
+    # "latest row per key" and prefix scans: (key, rev) covers both as an index-only scan.
+    "CREATE INDEX log_key_rev ON log(key, rev)",
+)
+_LOG_COLUMNS = ["rev", "key", "create_rev", "prev_rev", "deleted", "value"]
+
+
+def _not_a_store(path: str, why: str) -> interface.StorageError:
+    return interface.StorageError(f"{path}: not a kplane store or corrupted ({why})")
+
+
+def connect(path: str, *, create: bool) -> sqlite3.Connection:
+    """Open ``path`` in autocommit mode with kplane's pragmas; with ``create``, set the schema up.
+
+    Raises ``StorageError`` when the file is not a kplane store (another SQLite database, or not a
+    database at all) or is damaged.
+    """
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    except sqlite3.Error as e:
+        raise interface.StorageError(f"{path}: cannot open store ({e})") from e
+    try:
+        conn.execute("PRAGMA busy_timeout=30000")
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal" and path != ":memory:":
+            raise _not_a_store(path, f"journal mode {mode!r} instead of wal")
+        conn.execute("PRAGMA synchronous=FULL")
+        if create:
+            _ensure_schema(conn, path)
+        else:
+            _verify(conn, path)
+    except sqlite3.DatabaseError as e:
+        conn.close()
+        raise _not_a_store(path, str(e)) from e
+    except interface.StorageError:
+        conn.close()
+        raise
+    return conn
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        tables = _tables(conn)
+        if not tables:
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.execute("INSERT INTO meta(name, value) VALUES ('format', ?)", (FORMAT,))
+            conn.execute("INSERT INTO meta(name, value) VALUES ('compacted', '0')")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    _verify(conn, path)
+
+
+def _verify(conn: sqlite3.Connection, path: str) -> None:
+    tables = _tables(conn)
+    if "meta" not in tables or "log" not in tables:
+        raise _not_a_store(path, "no kplane tables")
+    row = conn.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+    if row is None or row[0] != FORMAT:
+        raise _not_a_store(path, f"format {row[0] if row else None!r}, expected {FORMAT!r}")
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(log)")]
+    if columns != _LOG_COLUMNS:
+        raise _not_a_store(path, f"log columns {columns}")
+
+
+def compacted_revision(conn: sqlite3.Connection) -> int:
+    """The persisted compacted revision (0 when never compacted)."""
+    row = conn.execute("SELECT value FROM meta WHERE name = 'compacted'").fetchone()
+    return int(row[0]) if row else 0

@@ -1,0 +1,261 @@
+"""The single writer thread of the SQLite backend: conflict checks and group commit.
+
+Problem: ``synchronous=FULL`` makes every commit an fsync, far too slow to pay per write. Approach:
+callers on the event loop put ``WriteOp``s on a queue; one thread takes everything that queued up
+while its previous transaction was committing and commits it as one transaction (group commit), so
+one fsync acknowledges many writes. Each op's outcome goes back to the event loop in one callback
+per transaction, *after* the commit, in revision order.
+
+Conflicts are decided here, against the writer's own map of the latest row of every key, so they
+are exact without a read inside the transaction: a create on a live key fails with ``KeyExists``; an
+update or delete whose ``expected_rev`` is no longer the key's latest revision comes back as
+``CONFLICT`` and the caller re-reads and retries. Trade-off: the map holds one small tuple per key
+(deleted keys until compaction removes their tombstone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from kplane.server.storage import interface
+from kplane.server.storage.sqlite import schema
+
+CREATE: Final = 0
+UPDATE: Final = 1
+DELETE: Final = 2
+CONFLICT: Final = -1
+"""Outcome of an update/delete whose ``expected_rev`` was overtaken by another write."""
+
+_MAX_BATCH = 2_000
+
+
+@dataclass(slots=True, eq=False)
+class WriteOp:
+    """One write. ``obj``/``prev`` ride along untouched for the event built on the loop."""
+
+    kind: int
+    key: str
+    value: bytes
+    expected_rev: int
+    future: asyncio.Future[int]
+    obj: interface.Object | None = None
+    prev: interface.Object | None = None
+
+
+@dataclass(slots=True, eq=False)
+class CompactOp:
+    """Delete history superseded at ``revision`` (rows newer than the last compaction only)."""
+
+    revision: int
+    future: asyncio.Future[int]
+
+
+Outcome = int | BaseException
+"""A committed revision, ``CONFLICT``, or the exception to raise in the caller."""
+Deliver = Callable[[list[tuple[WriteOp, Outcome]]], None]
+
+
+@dataclass(slots=True)
+class _Latest:
+    rev: int
+    create_rev: int
+    deleted: bool
+
+
+@dataclass
+class Writer:
+    """Owns the write connection and the thread. ``deliver`` runs on the ops' event loop."""
+
+    conn: sqlite3.Connection
+    deliver: Deliver
+    revision: int = 0
+    compacted: int = 0
+    commits: int = 0
+    writes: int = 0
+    _queue: queue.SimpleQueue[WriteOp | CompactOp | None] = field(default_factory=queue.SimpleQueue)
+    _latest: dict[str, _Latest] = field(default_factory=dict)
+    _thread: threading.Thread | None = None
+
+    def load(self) -> None:
+        """Read the latest row of every key and the current and compacted revisions."""
+        self.compacted = schema.compacted_revision(self.conn)
+        row = self.conn.execute("SELECT max(rev) FROM log").fetchone()
+        self.revision = max(row[0] or 0, self.compacted)
+        cursor = self.conn.execute(
+            "SELECT l.key, l.rev, l.create_rev, l.deleted FROM log AS l"
+            " JOIN (SELECT max(rev) AS rev FROM log GROUP BY key) AS m ON l.rev = m.rev"
+        )
+        self._latest = {
+            key: _Latest(rev, create_rev, bool(deleted)) for key, rev, create_rev, deleted in cursor
+        }
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="kplane-sqlite-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, op: WriteOp | CompactOp) -> None:
+        """Queue ``op``; its future resolves after its transaction committed. Thread-safe."""
+        self._queue.put(op)
+
+    def stop(self) -> None:
+        """Finish every queued op, then stop the thread (blocking; call from a worker thread)."""
+        self._queue.put(None)
+        if self._thread is not None:
+            self._thread.join()
+        # Anything submitted after the stop request is refused rather than left hanging.
+        refused: list[tuple[WriteOp, Outcome]] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, WriteOp):
+                refused.append((item, interface.StorageError("storage is closed")))
+            elif isinstance(item, CompactOp):
+                self._post_compaction(item, interface.StorageError("storage is closed"))
+        self._post(refused)
+
+    # -- the thread ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        get, get_nowait = self._queue.get, self._queue.get_nowait
+        stopping = False
+        while not stopping:
+            batch: list[WriteOp] = []
+            compactions: list[CompactOp] = []
+            item = get()
+            while True:
+                if item is None:
+                    stopping = True
+                elif isinstance(item, CompactOp):
+                    compactions.append(item)
+                else:
+                    batch.append(item)
+                if len(batch) >= _MAX_BATCH:
+                    break
+                try:
+                    item = get_nowait()
+                except queue.Empty:
+                    break
+            try:
+                if batch:
+                    self._commit(batch)
+                for compaction in compactions:
+                    self._compact(compaction)
+            except Exception as e:  # never let the thread die with callers waiting on it
+                error = interface.StorageError(f"storage writer failed: {e!r}")
+                self._post([(op, error) for op in batch if not op.future.done()])
+                for compaction in compactions:
+                    self._post_compaction(compaction, error)
+
+    def _commit(self, batch: list[WriteOp]) -> None:
+        latest = self._latest
+        overlay: dict[str, _Latest] = {}
+        rows: list[tuple[int, str, int, int, int, bytes]] = []
+        outcomes: list[tuple[WriteOp, Outcome]] = []
+        rev = self.revision
+        for op in batch:
+            key = op.key
+            cur = overlay.get(key) or latest.get(key)
+            if op.kind == CREATE:
+                if cur is not None and not cur.deleted:
+                    outcomes.append((op, interface.KeyExists(key)))
+                    continue
+                rev += 1
+                rows.append((rev, key, rev, cur.rev if cur else 0, 0, op.value))
+                overlay[key] = _Latest(rev, rev, False)
+            else:
+                if cur is None or cur.deleted or cur.rev != op.expected_rev:
+                    outcomes.append((op, CONFLICT))
+                    continue
+                rev += 1
+                deleted = op.kind == DELETE
+                rows.append((rev, key, cur.create_rev, cur.rev, int(deleted), op.value))
+                overlay[key] = _Latest(rev, cur.create_rev, deleted)
+            outcomes.append((op, rev))
+        if rows:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self.conn.executemany("INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)", rows)
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    self.conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as e:
+                error = interface.StorageError(f"write failed: {e}")
+                self._post([(op, error) for op in batch])
+                return
+            latest.update(overlay)
+            self.revision = rev
+            self.commits += 1
+            self.writes += len(rows)
+        self._post(outcomes)
+
+    def _compact(self, op: CompactOp) -> None:
+        lo, hi = self.compacted, min(op.revision, self.revision)
+        if hi <= lo:
+            self._post_compaction(op, self.compacted)
+            return
+        # Readers check ``compacted`` before and after a historical read; raising it before the
+        # rows go makes a read that raced with this compaction report Expired instead of a hole.
+        self.compacted = hi
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                # A row is superseded at ``hi`` when a later row of its key (which names it as
+                # ``prev_rev``) is at or before ``hi``; deletions at or before ``hi`` go as well.
+                conn.execute(
+                    "DELETE FROM log WHERE rev IN"
+                    " (SELECT prev_rev FROM log WHERE rev > ? AND rev <= ? AND prev_rev > 0)",
+                    (lo, hi),
+                )
+                tombstones = conn.execute(
+                    "SELECT rev, key FROM log WHERE rev > ? AND rev <= ? AND deleted = 1", (lo, hi)
+                ).fetchall()
+                conn.execute("DELETE FROM log WHERE rev > ? AND rev <= ? AND deleted = 1", (lo, hi))
+                conn.execute("UPDATE meta SET value = ? WHERE name = 'compacted'", (str(hi),))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as e:
+            self.compacted = lo
+            self._post_compaction(op, interface.StorageError(f"compaction failed: {e}"))
+            return
+        for rev, key in tombstones:
+            cur = self._latest.get(key)
+            if cur is not None and cur.rev == rev:
+                del self._latest[key]
+        self.commits += 1
+        self._post_compaction(op, hi)
+
+    def _post(self, outcomes: list[tuple[WriteOp, Outcome]]) -> None:
+        if not outcomes:
+            return
+        loop = outcomes[0][0].future.get_loop()
+        try:
+            loop.call_soon_threadsafe(self.deliver, outcomes)
+        except RuntimeError:
+            pass  # the loop is closed: nobody is waiting any more
+
+    def _post_compaction(self, op: CompactOp, outcome: int | BaseException) -> None:
+        def resolve(fut: asyncio.Future[int] = op.future) -> None:
+            if fut.done():
+                return
+            if isinstance(outcome, BaseException):
+                fut.set_exception(outcome)
+            else:
+                fut.set_result(outcome)
+
+        try:
+            op.future.get_loop().call_soon_threadsafe(resolve)
+        except RuntimeError:
+            pass

@@ -1,0 +1,187 @@
+"""SQLite-only properties: durability across reopen, foreign files, group commit, compaction."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import sqlite3
+
+import pytest
+
+from kplane._util import clock
+from kplane.server.storage import interface
+from kplane.server.storage.sqlite import SQLiteStorage
+from kplane.server.storage.testing import contract
+
+
+def _open(path: pathlib.Path, **kwargs: object) -> SQLiteStorage:
+    kwargs.setdefault("compaction_interval", 0)
+    return SQLiteStorage(str(path), **kwargs)  # type: ignore[arg-type]
+
+
+async def test_reopen_keeps_data_and_revisions(tmp_path: pathlib.Path) -> None:
+    """After a restart the objects, their history and the revision counter are all still there."""
+    path = tmp_path / "kplane.db"
+    s = _open(path)
+    await s.create(contract.key("a"), contract.pod("a"))  # 1
+    await s.guaranteed_update(contract.key("a"), contract.set_counter(5))  # 2
+    await s.create(contract.key("b"), contract.pod("b"))  # 3
+    await s.delete(contract.key("b"))  # 4
+    await s.close()
+
+    s = _open(path)
+    try:
+        assert s.current_revision() == 4
+        got = await s.get(contract.key("a"))
+        assert got["spec"] == {"counter": 5} and got["metadata"]["resourceVersion"] == "2"
+        assert contract.names(await s.list(contract.PODS, revision=3)) == ["a", "b"]
+        created = await s.create(contract.key("c"), contract.pod("c"))
+        assert created["metadata"]["resourceVersion"] == "5"
+        events = await contract.take(s.watch(contract.PODS, 1), 4)
+        assert [(e.type, e.revision) for e in events] == [
+            (interface.MODIFIED, 2),
+            (interface.ADDED, 3),
+            (interface.DELETED, 4),
+            (interface.ADDED, 5),
+        ]
+    finally:
+        await s.close()
+
+
+async def test_revision_survives_compaction_of_newest_row(tmp_path: pathlib.Path) -> None:
+    """Compacting away a trailing deletion does not make the revision go back after a restart."""
+    path = tmp_path / "kplane.db"
+    s = _open(path)
+    await s.create(contract.key("a"), contract.pod("a"))
+    await s.delete(contract.key("a"))
+    await s.compact(2)
+    await s.close()
+    s = _open(path)
+    try:
+        assert s.current_revision() == 2
+        assert (await s.create(contract.key("a"), contract.pod("a")))["metadata"]["resourceVersion"] == "3"
+        with pytest.raises(interface.Expired):
+            await s.list(contract.PODS, revision=1)
+    finally:
+        await s.close()
+
+
+def test_garbage_file_is_rejected(tmp_path: pathlib.Path) -> None:
+    """A file that is not a database at all gives a clear StorageError."""
+    path = tmp_path / "garbage.db"
+    path.write_bytes(b"this is not sqlite" * 500)
+    with pytest.raises(interface.StorageError, match="not a kplane store or corrupted"):
+        _open(path)
+
+
+def test_foreign_database_is_rejected(tmp_path: pathlib.Path) -> None:
+    """An SQLite database that is not a kplane store gives a clear StorageError, untouched."""
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE people(name TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(interface.StorageError, match="not a kplane store"):
+        _open(path)
+    conn = sqlite3.connect(path)
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    conn.close()
+    assert tables == ["people"]
+
+
+def _overwrite_pages(path: pathlib.Path) -> None:
+    data = bytearray(path.read_bytes())
+    assert len(data) > 4096 * 3
+    data[100:] = b"\xff" * (len(data) - 100)
+    path.write_bytes(bytes(data))
+    for suffix in ("-wal", "-shm"):
+        pathlib.Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+async def test_damaged_store_is_rejected(tmp_path: pathlib.Path) -> None:
+    """A kplane store whose pages were overwritten gives a StorageError, not a crash."""
+    path = tmp_path / "kplane.db"
+    s = _open(path)
+    await asyncio.gather(*(s.create(contract.key(f"p{i}"), contract.pod(f"p{i}")) for i in range(300)))
+    await s.close()
+    _overwrite_pages(path)
+    with pytest.raises(interface.StorageError):
+        _open(path)
+
+
+async def test_group_commit_batches_concurrent_writes(tmp_path: pathlib.Path) -> None:
+    """Concurrent writes share transactions: far fewer commits than writes, all acknowledged."""
+    s = _open(tmp_path / "kplane.db")
+    try:
+        commits, writes = s._commits, s._writes
+        results = await asyncio.gather(
+            *(s.create(contract.key(f"p{i:03}"), contract.pod(f"p{i:03}")) for i in range(200))
+        )
+        assert sorted(contract.rv(r) for r in results) == list(range(1, 201))
+        assert s._writes - writes == 200
+        assert s._commits - commits < 50
+        assert len((await s.list(contract.PODS)).items) == 200
+    finally:
+        await s.close()
+
+
+async def test_conflicting_creates_in_one_batch(tmp_path: pathlib.Path) -> None:
+    """Of many concurrent creates of one key exactly one wins; the rest get KeyExists."""
+    s = _open(tmp_path / "kplane.db")
+    try:
+        results = await asyncio.gather(
+            *(s.create(contract.key("same"), contract.pod("same", counter=i)) for i in range(10)),
+            return_exceptions=True,
+        )
+        winners = [r for r in results if isinstance(r, dict)]
+        assert len(winners) == 1
+        assert all(isinstance(r, interface.KeyExists) for r in results if not isinstance(r, dict))
+        assert s.current_revision() == 1
+    finally:
+        await s.close()
+
+
+async def test_background_compaction_keeps_window(tmp_path: pathlib.Path) -> None:
+    """The compactor keeps ``history_window`` revisions and forgets older history."""
+    fake = clock.FakeClock()
+    s = _open(
+        tmp_path / "kplane.db", compaction_interval=10.0, history_window=5, history_seconds=0.0, clock=fake
+    )
+    try:
+        await s.create(contract.key("a"), contract.pod("a"))
+        for i in range(1, 20):
+            await s.guaranteed_update(contract.key("a"), contract.set_counter(i))
+        assert s.current_revision() == 20
+        await contract.eventually(fake.has_waiters)
+        fake.step(10.0)
+        await contract.eventually(lambda: s._writer.compacted == 15)
+        with pytest.raises(interface.Expired):
+            s.watch(contract.PODS, 14)
+        w = s.watch(contract.PODS, 15)
+        events = await contract.take(w, 5)
+        assert [e.revision for e in events] == [16, 17, 18, 19, 20]
+        assert events[0].prev_object is not None and events[0].prev_object["spec"]["counter"] == 14
+        w.close()
+        assert (await s.get(contract.key("a")))["spec"]["counter"] == 19
+    finally:
+        await s.close()
+
+
+async def test_compaction_removes_superseded_rows(tmp_path: pathlib.Path) -> None:
+    """compact deletes superseded and deleted rows up to the revision, keeping live objects."""
+    path = tmp_path / "kplane.db"
+    s = _open(path)
+    try:
+        await s.create(contract.key("a"), contract.pod("a"))  # 1
+        await s.create(contract.key("b"), contract.pod("b"))  # 2
+        for i in range(1, 6):  # 3..7
+            await s.guaranteed_update(contract.key("a"), contract.set_counter(i))
+        await s.delete(contract.key("b"))  # 8
+        await s.compact(8)
+        conn = sqlite3.connect(path)
+        revs = [r[0] for r in conn.execute("SELECT rev FROM log ORDER BY rev")]
+        conn.close()
+        assert revs == [7]
+        assert contract.names(await s.list(contract.PODS)) == ["a"]
+    finally:
+        await s.close()

@@ -1,0 +1,148 @@
+"""Cache-only properties: indexing, waiting for revisions, the event window, resync."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kplane._util import clock
+from kplane.server.storage import cacher, interface, memory
+from kplane.server.storage.cacher import cache, fanout
+from kplane.server.storage.testing import contract
+
+
+def test_public_surface() -> None:
+    """The cacher package exports exactly its documented names."""
+    assert sorted(cacher.__all__) == ["CachedStorage", "KeyedStorage"]
+
+
+@pytest.mark.parametrize(
+    ("key", "bucket"),
+    [
+        ("/registry/core/pods/ns/name", "/registry/core/pods/"),
+        ("/registry/core/nodes/n1", "/registry/core/nodes/"),
+        ("/registry/core/pods/", "/registry/core/pods/"),
+        ("/registry/core/", "/registry/core/"),
+        ("/a/b", "/a/"),
+    ],
+)
+def test_resource_prefix(key: str, bucket: str) -> None:
+    """Keys are bucketed by their first four path segments."""
+    assert cache.resource_prefix(key) == bucket
+
+
+async def _started(backend: memory.MemoryStorage, **kwargs: object) -> cacher.CachedStorage:
+    c = cacher.CachedStorage(backend, **kwargs)  # type: ignore[arg-type]
+    await c.start()
+    return c
+
+
+async def test_start_indexes_existing_objects() -> None:
+    """A cache started over a populated backend serves its objects, across resources."""
+    backend = memory.MemoryStorage()
+    await backend.create(contract.key("b"), contract.pod("b"))
+    await backend.create("/registry/apps/deployments/a/d", contract.pod("d"))
+    await backend.create(contract.key("a", namespace="z"), contract.pod("a", namespace="z"))
+    c = await _started(backend)
+    try:
+        assert c.current_revision() == 3
+        assert contract.names(await c.list("/registry/")) == ["d", "b", "a"]
+        assert contract.names(await c.list(contract.PODS)) == ["b", "a"]
+        assert (await c.get("/registry/apps/deployments/a/d"))["metadata"]["name"] == "d"
+        pairs, rev = await c.list_keyed("/registry/apps/")
+        assert [k for k, _ in pairs] == ["/registry/apps/deployments/a/d"] and rev == 3
+    finally:
+        await c.close()
+
+
+async def test_not_started_cache_refuses() -> None:
+    """Using a cache before start raises StorageError."""
+    c = cacher.CachedStorage(memory.MemoryStorage())
+    with pytest.raises(interface.StorageError, match="not started"):
+        await c.get(contract.key("a"))
+
+
+async def test_wait_for_revision_times_out() -> None:
+    """wait_for_revision raises TooLargeRevision after its timeout, on the injected clock."""
+    fake = clock.FakeClock()
+    c = await _started(memory.MemoryStorage(), clock=fake)
+    try:
+        waiting = asyncio.ensure_future(c.wait_for_revision(5, timeout=3.0))
+        await contract.eventually(fake.has_waiters)
+        fake.step(3.0)
+        with pytest.raises(interface.TooLargeRevision):
+            await waiting
+    finally:
+        await c.close()
+
+
+async def test_wait_for_revision_returns_when_reached() -> None:
+    """wait_for_revision returns as soon as the revision has been applied."""
+    fake = clock.FakeClock()
+    backend = memory.MemoryStorage()
+    c = await _started(backend, clock=fake)
+    try:
+        waiting = asyncio.ensure_future(c.wait_for_revision(1))
+        await asyncio.sleep(0)
+        await backend.create(contract.key("a"), contract.pod("a"))
+        async with asyncio.timeout(5):
+            await waiting
+        assert c.current_revision() == 1
+    finally:
+        await c.close()
+
+
+async def test_watch_older_than_window_is_expired() -> None:
+    """The cache answers watches only from its window: older revisions are Expired."""
+    c = await _started(memory.MemoryStorage(), window=3)
+    try:
+        for i in range(10):
+            await c.create(contract.key(f"p{i}"), contract.pod(f"p{i}"))
+        with pytest.raises(interface.Expired):
+            c.watch(contract.PODS, 6)
+        events = await contract.take(c.watch(contract.PODS, 7), 3)
+        assert [e.revision for e in events] == [8, 9, 10]
+    finally:
+        await c.close()
+
+
+async def test_cache_resyncs_after_losing_backend_stream() -> None:
+    """If its backend watch overflows, the cache fails its watchers and relists to catch up."""
+    backend = memory.MemoryStorage(watcher_capacity=2)
+    c = await _started(backend)
+    try:
+        w = c.watch(contract.PODS, 0)
+        for i in range(10):  # written straight to the backend without yielding: overflow
+            await backend.create(contract.key(f"p{i}"), contract.pod(f"p{i}"))
+        with pytest.raises(interface.StorageError, match="restarted"):
+            await contract.drain(w)
+        await contract.eventually(lambda: c.current_revision() >= 10)
+        assert len((await c.list(contract.PODS)).items) == 10
+        created = await c.create(contract.key("after"), contract.pod("after"))
+        assert (await c.get(contract.key("after"))) is created
+    finally:
+        await c.close()
+
+
+async def test_event_objects_are_shared_with_watchers() -> None:
+    """Every watcher receives the very same Event, so an encoding memoised on it is shared."""
+    c = await _started(memory.MemoryStorage())
+    try:
+        w1, w2 = c.watch(contract.PODS, 0), c.watch(contract.PODS, 0)
+        await c.create(contract.key("a"), contract.pod("a"))
+        (e1,), (e2,) = await contract.take(w1, 1), await contract.take(w2, 1)
+        assert e1 is e2
+    finally:
+        await c.close()
+
+
+async def test_fanout_close_during_backlog_stops() -> None:
+    """A watch closed by its consumer stops at once, even while yielding its initial events."""
+    events = [interface.Event(interface.ADDED, f"/k/{i}", {}, i) for i in range(1, 4)]
+    w = fanout.QueueWatch("/k/", capacity=10, initial=events)
+    seen = []
+    async for e in w:
+        seen.append(e.revision)
+        w.close()
+    assert seen == [1]

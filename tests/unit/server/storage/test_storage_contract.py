@@ -1,0 +1,59 @@
+"""Runs the storage contract suite against every implementation and the cache over each."""
+
+from __future__ import annotations
+
+import itertools
+import pathlib
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from kplane.server.storage import interface, memory
+from kplane.server.storage.cacher import CachedStorage
+from kplane.server.storage.sqlite import SQLiteStorage
+from kplane.server.storage.testing import contract
+
+Backend = Callable[[pathlib.Path, int], memory.MemoryStorage | SQLiteStorage]
+
+
+def _memory(_: pathlib.Path, capacity: int) -> memory.MemoryStorage:
+    return memory.MemoryStorage(watcher_capacity=capacity)
+
+
+def _sqlite(path: pathlib.Path, capacity: int) -> SQLiteStorage:
+    return SQLiteStorage(str(path), compaction_interval=0, watcher_capacity=capacity)
+
+
+IMPLEMENTATIONS = ["memory", "sqlite", "cached-memory", "cached-sqlite"]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> AsyncIterator[contract.Factory]:
+    kind: str = request.param
+    opened: list[interface.Storage] = []
+    counter = itertools.count()
+
+    async def make(*, watcher_capacity: int = 10_000) -> interface.Storage:
+        path = tmp_path / f"store-{next(counter)}.db"
+        store: interface.Storage
+        if kind == "memory":
+            store = _memory(path, watcher_capacity)
+        elif kind == "sqlite":
+            store = _sqlite(path, watcher_capacity)
+        else:
+            backend = _memory(path, 10_000) if kind == "cached-memory" else _sqlite(path, 10_000)
+            cached = CachedStorage(backend, watcher_capacity=watcher_capacity)
+            await cached.start()
+            store = cached
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        await store.close()
+
+
+@pytest.mark.parametrize("check", contract.CHECKS, ids=contract.check_id)
+async def test_contract(check: contract.Check, factory: contract.Factory) -> None:
+    """Each implementation satisfies each property of the storage contract."""
+    await check(factory)
