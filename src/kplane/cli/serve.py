@@ -33,6 +33,14 @@ def add_parser(sub: Any) -> None:
         help="also serve plain HTTP on 127.0.0.1 at this port, without authentication (opt-in)",
     )
     p.add_argument("--token-file", type=Path, default=None, help='static token file: token,user,uid,"g1,g2"')
+    p.add_argument(
+        "--history-window", type=int, default=10_000,
+        help="events kept for watch resume; older resourceVersions answer 410 Expired (default 10000)",
+    )
+    p.add_argument(
+        "--watch-bookmark-interval", type=float, default=60.0,
+        help="seconds between BOOKMARK events on watches that allow them (default 60)",
+    )
     p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
     p.set_defaults(func=run)
 
@@ -50,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         storage=args.storage,
         insecure_port=args.insecure_port,
         token_file=args.token_file,
+        history_window=args.history_window,
+        watch_bookmark_interval=args.watch_bookmark_interval,
     )
     try:
         import uvloop

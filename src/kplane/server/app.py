@@ -24,6 +24,7 @@ from kplane.server.auth import authn, certs, kubeconfig
 from kplane.server.endpoints import installer, nonresource
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
+from kplane.server.registry.crds import CRDController
 from kplane.server.registry.namespaces import NamespaceLifecycle
 from kplane.server.registry.store import Registry
 from kplane.server.storage.cacher import CachedStorage
@@ -59,6 +60,7 @@ class APIServer:
         self.port = 0
         self._runner: web.AppRunner | None = None
         self._namespaces: NamespaceLifecycle | None = None
+        self._crds: CRDController | None = None
         self._ready = False
 
     @property
@@ -86,6 +88,8 @@ class APIServer:
         self.registry = Registry(self.storage, cfg.clock)
         self._namespaces = NamespaceLifecycle(self.registry, self.catalog, cfg.clock)
         await self._namespaces.bootstrap()
+        self._crds = CRDController(self.registry, self.catalog, cfg.clock)
+        await self._crds.start()
 
         hosts = list(certs.DEFAULT_HOSTS)
         if cfg.host not in hosts and cfg.host not in ("0.0.0.0", "::"):
@@ -130,6 +134,8 @@ class APIServer:
             self._runner = None
         if self._namespaces is not None:
             await self._namespaces.close()
+        if self._crds is not None:
+            await self._crds.close()
         if self.storage is not None:
             await self.storage.close()
             self.storage = None

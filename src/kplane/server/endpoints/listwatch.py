@@ -14,7 +14,9 @@ from kplane.server.endpoints import negotiation, table
 from kplane.server.endpoints.crud import delete_options
 from kplane.server.endpoints.requestinfo import parse_bool
 from kplane.server.endpoints.scope import Scope, json_response
+from kplane.api.catalog import ResourceRecord
 from kplane.server.registry import listing, selection, watching
+from kplane.server.registry.store import to_version
 
 Object = dict[str, Any]
 MIN_REQUEST_TIMEOUT = 1800.0
@@ -43,10 +45,13 @@ def list_options(scope: Scope) -> listing.ListOptions:
 async def list_(scope: Scope) -> web.StreamResponse:
     opts = list_options(scope)
     page = await listing.list_objects(scope.storage, scope.record, scope.info.namespace, opts)
+    items = page.items
+    if scope.record.custom:
+        items = [to_version(scope.record, o) for o in items]
     if scope.form.table:
         tbl = table.table(
             scope.record,
-            page.items,
+            items,
             include_object=scope.form.include_object,
             resource_version=page.resource_version,
             continue_token=page.continue_token,
@@ -101,11 +106,12 @@ async def watch(scope: Scope) -> web.StreamResponse:
         first_row = True
         async for item in events:
             if as_table and item.type in ("ADDED", "MODIFIED", "DELETED"):
-                payload = table.watch_table_event(scope.record, item.type, item.object, first=first_row)
+                obj = to_version(scope.record, item.object)
+                payload = table.watch_table_event(scope.record, item.type, obj, first=first_row)
                 first_row = False
                 line = orjson.dumps(payload) + b"\n"
             else:
-                line = _encode(item)
+                line = _encode(item, scope.record)
             await resp.write(line)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
@@ -114,14 +120,17 @@ async def watch(scope: Scope) -> web.StreamResponse:
     return resp
 
 
-def _encode(item: watching.WatchItem) -> bytes:
+def _encode(item: watching.WatchItem, record: ResourceRecord) -> bytes:
+    """The event's line; encoded once per (type, version) and shared by every watcher."""
+    obj = to_version(record, item.object) if item.type != "ERROR" else item.object
     ev = item.event
     if ev is not None:
-        cached = ev.encoded.get(item.type)
+        memo = (item.type, record.api_version)
+        cached = ev.encoded.get(memo)
         if cached is None:
-            cached = ev.encoded[item.type] = _line(item.type, item.object)
+            cached = ev.encoded[memo] = _line(item.type, obj)
         return cached
-    return _line(item.type, item.object)
+    return _line(item.type, obj)
 
 
 def _line(kind: str, obj: Object) -> bytes:

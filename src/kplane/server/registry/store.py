@@ -95,6 +95,25 @@ def storage_error(record: ResourceRecord, name: str, err: storage.StorageError) 
     return errors.InternalError(f"Internal error occurred: {err}")
 
 
+AfterWrite = Callable[[ResourceRecord, Object, bool], None]
+"""Called after a successful (non-dry-run) write with the stored object and whether it was deleted."""
+
+
+def to_version(record: ResourceRecord, obj: Object) -> Object:
+    """``obj`` as served at ``record``'s version (custom resources convert with strategy None: only
+    ``apiVersion`` changes). Returns ``obj`` itself when nothing changes, else a shallow copy."""
+    if not record.custom or obj.get("apiVersion") == record.api_version:
+        return obj
+    return {**obj, "apiVersion": record.api_version}
+
+
+def to_storage(record: ResourceRecord, obj: Object) -> Object:
+    """``obj`` as persisted: custom resources are stored at their storage version (in place)."""
+    if record.custom and record.storage_version and record.storage_version != record.version:
+        obj["apiVersion"] = f"{record.group}/{record.storage_version}"
+    return obj
+
+
 class Registry:
     """Serves the verbs of every catalog record over one ``Storage``."""
 
@@ -105,12 +124,22 @@ class Registry:
         self.clock = clock
         self.validators: list[Validator] = list(validators or [])
         self.on_namespace_deleted: Callable[[str], None] | None = None
+        self.strategies: dict[tuple[str, str], strategy.Strategy] = {}
+        self.after_write: list[AfterWrite] = []
+
+    def strategy_for(self, record: ResourceRecord) -> strategy.Strategy:
+        """This server's strategy for ``record`` (instance overrides first, then the built-in table)."""
+        return self.strategies.get((record.group, record.kind)) or strategy.for_record(record)
+
+    def _written(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:
+        for hook in self.after_write:
+            hook(record, obj, deleted)
 
     # -- reads -------------------------------------------------------------------------------
 
     async def get(self, record: ResourceRecord, namespace: str, name: str) -> Object:
         try:
-            return await self.storage.get(record.key(namespace, name))
+            return to_version(record, await self.storage.get(record.key(namespace, name)))
         except storage.StorageError as err:
             raise storage_error(record, name, err) from None
 
@@ -124,7 +153,7 @@ class Registry:
         self, record: ResourceRecord, namespace: str, obj: Object, *, dry_run: bool = False
     ) -> Object:
         """Store a new object; 201 semantics. ``obj`` becomes the registry's (it is mutated)."""
-        strat = strategy.for_record(record)
+        strat = self.strategy_for(record)
         meta = obj["metadata"]
         if meta.get("resourceVersion"):
             raise errors.BadRequest("resourceVersion should not be set on objects to be created")
@@ -160,7 +189,11 @@ class Registry:
             if attempt:
                 meta["name"] = objectmeta.generate_name(str(meta["generateName"]))
             try:
-                return await self.storage.create(record.key(namespace, meta["name"]), obj)
+                stored = await self.storage.create(
+                    record.key(namespace, meta["name"]), to_storage(record, obj)
+                )
+                self._written(record, stored, False)
+                return to_version(record, stored)
             except storage.KeyExists as err:
                 if not generate or attempt == MAX_GENERATE_ATTEMPTS - 1:
                     exc = storage_error(record, meta["name"], err)
@@ -218,9 +251,10 @@ class Registry:
         deleted, the object is deleted and its last state returned.
         """
         key = record.key(namespace, name)
-        strat = strategy.for_record(record)
+        strat = self.strategy_for(record)
 
-        async def step(current: Object) -> Object:
+        async def step(stored: Object) -> Object:
+            current = to_version(record, stored)
             new = self._prepare_update(record, strat, namespace, name, transform, current, subresource)
             errs = objectmeta.validate_metadata(new["metadata"], name_rule=strat.name_rule)
             if not errs:
@@ -370,19 +404,20 @@ class Registry:
                 if opts.dry_run:
                     marked = copy.deepcopy(current)
                     marked["metadata"].setdefault("deletionTimestamp", rfc3339(self.clock))
-                    return marked, False
+                    return to_version(record, marked), False
                 obj = await self._mark_deleting(record, key, name, current)
                 if obj is None:
                     continue
-                return obj, False
+                return to_version(record, obj), False
             if opts.dry_run:
-                return current, True
+                return to_version(record, current), True
             try:
                 rv = meta.get("resourceVersion")
                 last = await self.storage.delete(
                     key, preconditions=storage.Preconditions(uid=opts.uid, resource_version=rv)
                 )
-                return last, True
+                self._written(record, last, True)
+                return to_version(record, last), True
             except storage.PreconditionFailed:
                 continue
             except storage.StorageError as err:
@@ -415,6 +450,7 @@ class Registry:
             return None
         except storage.StorageError as err:
             raise storage_error(record, name, err) from None
+        self._written(record, marked, False)
         if record.group == "" and record.plural == "namespaces" and self.on_namespace_deleted is not None:
             self.on_namespace_deleted(name)
         return marked

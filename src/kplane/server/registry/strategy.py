@@ -256,5 +256,21 @@ _BY_KIND: dict[tuple[str, str], Strategy] = {
 
 
 def for_record(record: ResourceRecord) -> Strategy:
-    """The strategy of ``record``'s kind (the default one for kinds without special rules)."""
+    """The built-in strategy of ``record``'s kind (the default one for kinds without special rules)."""
+    if record.custom:
+        return CUSTOM
     return _BY_KIND.get((record.group, record.kind), DEFAULT)
+
+
+class CustomResourceStrategy(Strategy):
+    """Custom objects: generation counts every change outside metadata (and outside status, when
+    status has its own subresource)."""
+
+    def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
+        skip = {"metadata", "apiVersion", "kind"}
+        if record.has_status:
+            skip.add("status")
+        return any(new.get(k) != old.get(k) for k in (set(new) | set(old)) - skip)
+
+
+CUSTOM = CustomResourceStrategy()

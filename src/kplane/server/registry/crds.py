@@ -1,0 +1,372 @@
+"""CustomResourceDefinitions: from a stored CRD to served resources, and back.
+
+``crd_records`` turns a CRD into catalog records (one per served version). ``CRDStrategy`` checks a
+CRD on write and fills its status (``NamesAccepted`` and ``Established`` conditions, accepted names,
+stored versions), so a CRD is established the moment it is stored. ``CRDController`` keeps the
+catalog in step: it registers a CRD's resources synchronously after each write of the CRD (so the
+next request can use them) and from a watch (restarts, other writers), and finishes a CRD deletion by
+deleting every custom object before removing the cleanup finalizer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from typing import Any
+
+from kplane._util.clock import Clock
+from kplane.api import errors
+from kplane.api.catalog import Catalog, PrinterColumn, ResourceRecord, ScaleSpec
+from kplane.api.gvk import GroupResource
+from kplane.server import storage
+from kplane.server.registry import strategy
+from kplane.server.registry.store import DeleteOptions, Registry, rfc3339
+
+log = logging.getLogger("kplane.server.crds")
+Object = dict[str, Any]
+
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+CRD_PREFIX = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
+_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def version_priority(name: str) -> tuple[int, int, int, str]:
+    """Sort key of Kubernetes version names: GA > beta > alpha, higher numbers first, then others."""
+    m = _VERSION_RE.match(name)
+    if not m:
+        return (3, 0, 0, name)
+    major = int(m.group(1))
+    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    minor = int(m.group(3) or 0)
+    return (stage, -major, -minor, name)
+
+
+def _scope(spec: Object) -> str:
+    return "Cluster" if spec.get("scope") == "Cluster" else "Namespaced"
+
+
+def crd_records(crd: Object) -> list[ResourceRecord]:
+    """The catalog records of an established CRD, preferred version first."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    group = spec.get("group", "")
+    versions = [v for v in spec.get("versions") or [] if v.get("served")]
+    storage_version = next((v["name"] for v in spec.get("versions") or [] if v.get("storage")), "")
+    versions.sort(key=lambda v: version_priority(v["name"]))
+    kind = names.get("kind", "")
+    records = []
+    for i, v in enumerate(versions):
+        subs = v.get("subresources") or {}
+        scale_cfg = subs.get("scale")
+        scale = None
+        if isinstance(scale_cfg, dict):
+            scale = ScaleSpec(
+                spec_replicas_path=scale_cfg.get("specReplicasPath", ".spec.replicas"),
+                status_replicas_path=scale_cfg.get("statusReplicasPath", ".status.replicas"),
+                label_selector_path=scale_cfg.get("labelSelectorPath"),
+            )
+        columns = tuple(
+            PrinterColumn(
+                name=c.get("name", ""),
+                type=c.get("type", "string"),
+                json_path=c.get("jsonPath", ""),
+                format=c.get("format", ""),
+                description=c.get("description", ""),
+                priority=int(c.get("priority", 0)),
+            )
+            for c in v.get("additionalPrinterColumns") or []
+        )
+        schema = ((v.get("schema") or {}).get("openAPIV3Schema")) or None
+        selectable = tuple(
+            s.get("jsonPath", "").lstrip(".") for s in v.get("selectableFields") or [] if s.get("jsonPath")
+        )
+        records.append(
+            ResourceRecord(
+                group=group,
+                version=v["name"],
+                plural=names.get("plural", ""),
+                singular=names.get("singular") or kind.lower(),
+                kind=kind,
+                list_kind=names.get("listKind") or kind + "List",
+                scope=_scope(spec),  # type: ignore[arg-type]
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                has_status=isinstance(subs.get("status"), dict),
+                scale=scale,
+                printer_columns=columns,
+                field_selectors=selectable,
+                schema=schema,
+                storage_version=storage_version,
+                custom=True,
+                preferred=i == 0,
+                tracks_generation=True,
+            )
+        )
+    return records
+
+
+def _validate_crd(crd: Object) -> list[errors.FieldError]:
+    errs: list[errors.FieldError] = []
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        return [errors.required("spec")]
+    group = spec.get("group")
+    raw_names = spec.get("names")
+    names: Object = raw_names if isinstance(raw_names, dict) else {}
+    plural = names.get("plural")
+    if not group:
+        errs.append(errors.required("spec.group"))
+    elif "." not in group:
+        errs.append(errors.invalid("spec.group", group, "should be a domain with at least one dot"))
+    if not plural:
+        errs.append(errors.required("spec.names.plural"))
+    elif not _DNS_LABEL.match(plural):
+        errs.append(errors.invalid("spec.names.plural", plural, "a lowercase RFC 1123 label is required"))
+    if not names.get("kind"):
+        errs.append(errors.required("spec.names.kind"))
+    name = (crd.get("metadata") or {}).get("name")
+    if plural and group and name != f"{plural}.{group}":
+        errs.append(errors.invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        errs.append(errors.not_supported("spec.scope", spec.get("scope"), ["Cluster", "Namespaced"]))
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions:
+        errs.append(
+            errors.invalid(
+                "spec.versions", versions, "must have exactly one version marked as storage version"
+            )
+        )
+        return errs
+    storage_count = sum(1 for v in versions if isinstance(v, dict) and v.get("storage"))
+    if storage_count != 1:
+        errs.append(
+            errors.invalid(
+                "spec.versions", storage_count, "must have exactly one version marked as storage version"
+            )
+        )
+    seen: set[str] = set()
+    for i, v in enumerate(versions):
+        path = f"spec.versions[{i}]"
+        if not isinstance(v, dict) or not v.get("name"):
+            errs.append(errors.required(f"{path}.name"))
+            continue
+        if v["name"] in seen:
+            errs.append(errors.FieldError("FieldValueDuplicate", f"{path}.name", "", v["name"]))
+        seen.add(v["name"])
+        schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        if not isinstance(schema, dict):
+            errs.append(errors.required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
+            continue
+        errs.extend(_structural_errors(schema, f"{path}.schema.openAPIV3Schema", root=True))
+    return errs
+
+
+def _structural_errors(node: Any, path: str, *, root: bool = False) -> list[errors.FieldError]:
+    """The structural-schema rules that matter for serving: every node typed, CEL refused clearly."""
+    if not isinstance(node, dict):
+        return [errors.invalid(path, node, "must be an object")]
+    errs: list[errors.FieldError] = []
+    if "x-kubernetes-validations" in node:
+        errs.append(
+            errors.forbidden(
+                f"{path}.x-kubernetes-validations",
+                "CEL validation rules (x-kubernetes-validations) are not supported by this server yet",
+            )
+        )
+    typed = (
+        "type" in node
+        or node.get("x-kubernetes-int-or-string")
+        or node.get("x-kubernetes-preserve-unknown-fields")
+    )
+    if not typed:
+        errs.append(errors.required(f"{path}.type", "must not be empty for specified object fields"))
+    if root and node.get("type") not in (None, "object"):
+        errs.append(errors.invalid(f"{path}.type", node.get("type"), "must be object at the root"))
+    for name, child in (node.get("properties") or {}).items():
+        errs.extend(_structural_errors(child, f"{path}.properties[{name}]"))
+    if isinstance(node.get("items"), dict):
+        errs.extend(_structural_errors(node["items"], f"{path}.items"))
+    if isinstance(node.get("additionalProperties"), dict):
+        errs.extend(_structural_errors(node["additionalProperties"], f"{path}.additionalProperties"))
+    return errs
+
+
+class CRDStrategy(strategy.Strategy):
+    """CRDs: validated on write, born established, with the cleanup finalizer."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    async def prepare_for_create(
+        self, record: ResourceRecord, obj: Object, list_current: strategy.ListCurrent
+    ) -> None:
+        obj.pop("status", None)
+        meta = obj["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CLEANUP_FINALIZER)
+        meta["finalizers"] = finalizers
+        self._fill_status(obj, None)
+
+    def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
+        super().prepare_for_update(record, new, old)
+        self._fill_status(new, old)
+
+    def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
+        errs = _validate_crd(obj)
+        if old is not None and not errs:
+            for field in ("group",):
+                if (obj["spec"] or {}).get(field) != (old.get("spec") or {}).get(field):
+                    errs.append(errors.invalid(f"spec.{field}", obj["spec"].get(field), "field is immutable"))
+            if (obj["spec"] or {}).get("scope") != (old.get("spec") or {}).get("scope"):
+                errs.append(errors.invalid("spec.scope", obj["spec"].get("scope"), "field is immutable"))
+        return errs
+
+    def _fill_status(self, obj: Object, old: Object | None) -> None:
+        raw_spec = obj.get("spec")
+        spec: Object = raw_spec if isinstance(raw_spec, dict) else {}
+        status = dict((old or {}).get("status") or obj.get("status") or {})
+        now = rfc3339(self.clock)
+        stored = list(status.get("storedVersions") or [])
+        for v in spec.get("versions") or []:
+            if isinstance(v, dict) and v.get("storage") and v.get("name") not in stored:
+                stored.append(v["name"])
+        names = dict(spec.get("names") or {})
+        if names.get("kind") and not names.get("listKind"):
+            names["listKind"] = names["kind"] + "List"
+        if names.get("kind") and not names.get("singular"):
+            names["singular"] = str(names["kind"]).lower()
+        conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+        for ctype, reason, message in (
+            ("NamesAccepted", "NoConflicts", "no conflicts found"),
+            ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+        ):
+            if ctype not in conditions:
+                conditions[ctype] = {
+                    "type": ctype,
+                    "status": "True",
+                    "lastTransitionTime": now,
+                    "reason": reason,
+                    "message": message,
+                }
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            conditions["Terminating"] = {
+                "type": "Terminating",
+                "status": "True",
+                "lastTransitionTime": now,
+                "reason": "InstanceDeletionInProgress",
+                "message": "CustomResource deletion is in progress",
+            }
+        status["conditions"] = list(conditions.values())
+        status["acceptedNames"] = names
+        status["storedVersions"] = stored
+        obj["status"] = status
+
+
+class CRDController:
+    """Keeps the catalog equal to the established CRDs, and finishes CRD deletions."""
+
+    def __init__(self, registry: Registry, catalog: Catalog, clock: Clock) -> None:
+        self.registry = registry
+        self.catalog = catalog
+        self.clock = clock
+        self._task: asyncio.Task[None] | None = None
+        self._cleanups: dict[str, asyncio.Task[None]] = {}
+        registry.strategies[("apiextensions.k8s.io", "CustomResourceDefinition")] = CRDStrategy(clock)
+        registry.after_write.append(self._after_write)
+
+    def _after_write(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:
+        if record.group == "apiextensions.k8s.io" and record.plural == "customresourcedefinitions":
+            self.sync(obj, deleted=deleted)
+
+    def crd_record(self) -> ResourceRecord:
+        record = self.catalog.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        assert record is not None
+        return record
+
+    async def start(self) -> None:
+        page = await self.registry.storage.list(CRD_PREFIX)
+        for crd in page.items:
+            self.sync(crd)
+        self._task = asyncio.get_running_loop().create_task(self._follow(page.revision))
+
+    async def close(self) -> None:
+        tasks = [t for t in [self._task, *self._cleanups.values()] if t is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def sync(self, crd: Object, *, deleted: bool = False) -> None:
+        """Make the catalog serve exactly what ``crd`` defines (nothing, once deleted)."""
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        gr = GroupResource(spec.get("group", ""), names.get("plural", ""))
+        if not gr.group or not gr.resource:
+            return
+        if deleted:
+            self.catalog.replace_group_resource(gr, [])
+            return
+        self.catalog.replace_group_resource(gr, crd_records(crd))
+        if (crd.get("metadata") or {}).get("deletionTimestamp"):
+            self._cleanup_soon(crd["metadata"]["name"], gr)
+
+    async def _follow(self, revision: int) -> None:
+        while True:
+            try:
+                watch = self.registry.storage.watch(CRD_PREFIX, revision)
+                async for ev in watch:
+                    revision = ev.revision
+                    self.sync(ev.object, deleted=ev.type == storage.DELETED)
+            except asyncio.CancelledError:
+                raise
+            except storage.Expired:
+                page = await self.registry.storage.list(CRD_PREFIX)
+                for crd in page.items:
+                    self.sync(crd)
+                revision = page.revision
+            except Exception:
+                log.exception("CRD watch failed; restarting")
+                await self.clock.sleep(1.0)
+
+    def _cleanup_soon(self, name: str, gr: GroupResource) -> None:
+        task = self._cleanups.get(name)
+        if task is None or task.done():
+            self._cleanups[name] = asyncio.get_running_loop().create_task(self._cleanup(name, gr))
+
+    async def _cleanup(self, name: str, gr: GroupResource) -> None:
+        """Delete every custom object of the CRD, then let the CRD go."""
+        try:
+            records = [r for r in self.catalog if r.group_resource == gr]
+            if records:
+                record = records[0]
+                while True:
+                    page = await self.registry.storage.list(record.key_prefix)
+                    if not page.items:
+                        break
+                    for obj in page.items:
+                        meta = obj["metadata"]
+                        if meta.get("deletionTimestamp") and meta.get("finalizers"):
+                            continue
+                        with contextlib.suppress(errors.NotFound):
+                            await self.registry.delete(
+                                record, meta.get("namespace", ""), meta["name"], DeleteOptions()
+                            )
+                    remaining = (await self.registry.storage.list(record.key_prefix)).items
+                    if not remaining:
+                        break
+                    await self.clock.sleep(0.5)
+
+            def drop(current: Object) -> Object:
+                meta = dict(current["metadata"])
+                meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != CLEANUP_FINALIZER]
+                return {**current, "metadata": meta}
+
+            with contextlib.suppress(errors.NotFound):
+                await self.registry.update(self.crd_record(), "", name, drop)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("cleaning up CRD %s failed", name)
