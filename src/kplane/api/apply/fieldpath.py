@@ -1,0 +1,477 @@
+"""Field sets: the unit of ownership in server-side apply, and their ``FieldsV1`` wire form.
+
+A field set is a set of paths into an object. A path is a tuple of *path elements*, each kept in
+its serialized ``FieldsV1`` spelling, because that spelling is already a canonical, hashable
+identity:
+
+* ``f:<name>``: a field of a struct or a key of a map;
+* ``k:<json>``: the entry of a ``map`` list whose key fields have these values
+  (``k:{"containerPort":80,"protocol":"TCP"}``, keys sorted, compact JSON);
+* ``v:<json>``: the member of a ``set`` list with this value (``v:"foregroundDeletion"``);
+* ``i:<n>``: a position in a list (read and written, never produced by kplane).
+
+The set is stored as a trie of plain dicts shaped like ``FieldsV1`` itself: a child that is a
+member and has no children is ``{}``; one that is a member *and* has children carries the key
+``"."``. Tries are immutable once built, so operations share unchanged subtrees freely.
+
+Wire order follows structured-merge-diff's encoder: ``f:`` < ``k:`` < ``v:`` < ``i:``, each
+ordered by value (numbers < strings < booleans < lists < maps < null), and ``"."`` written last.
+Clients that re-encode through a map (kubectl ``-o json``) print ``"."`` first; both decode equally.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+
+Node = dict[str, "Node"]
+Path = tuple[str, ...]
+
+SELF = "."
+_EMPTY: Node = {}
+
+
+def canonical_json(value: Any) -> str:
+    """Compact JSON of ``value`` as Go's ``encoding/json`` writes it inside ``k:``/``v:`` elements.
+
+    Map keys are sorted, integral floats are written as integers and ``<``, ``>``, ``&``, U+2028
+    and U+2029 are escaped as Go does. Floats otherwise use Python's shortest form, which differs
+    from Go's only for exponents (``1e21`` against ``1e+21``).
+    """
+    if isinstance(value, str | int) or (
+        isinstance(value, dict) and all(type(v) is str or type(v) is int for v in value.values())
+    ):
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    else:
+        text = orjson.dumps(_normalize_numbers(value), option=orjson.OPT_SORT_KEYS).decode()
+    if any(c in text for c in "<>&\u2028\u2029"):
+        for raw, esc in (
+            ("<", "\\u003c"),
+            (">", "\\u003e"),
+            ("&", "\\u0026"),
+            ("\u2028", "\\u2028"),
+            ("\u2029", "\\u2029"),
+        ):
+            text = text.replace(raw, esc)
+    return text
+
+
+def _normalize_numbers(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _normalize_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalize_numbers(v) for v in value]
+    return value
+
+
+def field(name: str) -> str:
+    """The path element of a struct field or map key."""
+    return "f:" + name
+
+
+def key(fields: Mapping[str, Any]) -> str:
+    """The path element of a ``map`` list entry with these key field values."""
+    return "k:" + canonical_json(dict(fields))
+
+
+def value(item: Any) -> str:
+    """The path element of a ``set`` list member."""
+    return "v:" + canonical_json(item)
+
+
+def index(i: int) -> str:
+    """The path element of a list position."""
+    return f"i:{i}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Display, as structured-merge-diff's Path.String(): ".spec.containers[name=\"nginx\"].image".
+
+
+def _go_value(v: Any) -> str:
+    """Render a value as structured-merge-diff's ``value.ToString``: strings quoted as Go ``%q``."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return _go_quote(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else repr(v)
+    if isinstance(v, list):
+        return "[" + ",".join(_go_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "".join(f"{k}={_go_value(x)}" for k, x in v.items())
+    return str(v)
+
+
+def _go_quote(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=8192)
+def element_string(pe: str) -> str:
+    """One path element for humans: ``.name``, ``[name="x",port=80]``, ``[="x"]``, ``[3]``."""
+    kind, body = pe[:2], pe[2:]
+    if kind == "f:":
+        return "." + body
+    if kind == "k:":
+        parsed = orjson.loads(body)
+        return "[" + ",".join(f"{k}={_go_value(parsed[k])}" for k in sorted(parsed)) + "]"
+    if kind == "v:":
+        return "[=" + _go_value(orjson.loads(body)) + "]"
+    if kind == "i:":
+        return "[" + body + "]"
+    return "{{invalid path element}}"
+
+
+def path_string(path: Path) -> str:
+    """A whole path for humans, as in apply conflict messages: ``.spec.replicas``."""
+    return "".join(element_string(pe) for pe in path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ordering of path elements (structured-merge-diff PathElement.Compare).
+
+
+def _value_order(v: Any) -> tuple[Any, ...]:
+    if isinstance(v, bool):
+        return (2, v)
+    if isinstance(v, int | float):
+        return (0, v)
+    if isinstance(v, str):
+        return (1, v)
+    if isinstance(v, list):
+        return (3, tuple(_value_order(x) for x in v))
+    if isinstance(v, dict):
+        return (4, tuple((k, _value_order(v[k])) for k in sorted(v)))
+    return (5,)
+
+
+@functools.lru_cache(maxsize=8192)
+def element_order(pe: str) -> tuple[Any, ...]:
+    """A sort key giving upstream's order of path elements (see the module docstring)."""
+    kind, body = pe[:2], pe[2:]
+    if kind == "f:":
+        return (0, body)
+    if kind == "k:":
+        parsed = orjson.loads(body)
+        return (1, tuple((k, _value_order(parsed[k])) for k in sorted(parsed)))
+    if kind == "v:":
+        return (2, _value_order(orjson.loads(body)))
+    if kind == "i:":
+        return (3, int(body))
+    return (4, body)
+
+
+# ---------------------------------------------------------------------------------------------
+# Trie operations. A node's members are its children; ``_member(child)`` says whether the child
+# path itself is in the set.
+
+
+def _member(node: Node) -> bool:
+    return not node or SELF in node
+
+
+def make_node(children: Node, member: bool) -> Node | None:
+    """A node from its children (no ``"."`` among them) and its own membership."""
+    if not children:
+        return _EMPTY if member else None
+    if member:
+        children[SELF] = _EMPTY
+    return children
+
+
+def union_nodes(a: Node, b: Node) -> Node:
+    if a is b or (not b and _member(a)):
+        return a
+    if not a and _member(b):
+        return b
+    out: Node = {k: v for k, v in a.items() if k != SELF}
+    for k, cb in b.items():
+        if k == SELF:
+            continue
+        ca = out.get(k)
+        out[k] = cb if ca is None else union_nodes(ca, cb)
+    made = make_node(out, _member(a) or _member(b))
+    assert made is not None
+    return made
+
+
+def _difference(a: Node, b: Node) -> Node | None:
+    if a is b:
+        return None
+    member = _member(a) and not _member(b)
+    out: Node = {}
+    for k, ca in a.items():
+        if k == SELF:
+            continue
+        cb = b.get(k)
+        if cb is None:
+            out[k] = ca
+        else:
+            d = _difference(ca, cb)
+            if d is not None:
+                out[k] = d
+    return make_node(out, member)
+
+
+def _intersection(a: Node, b: Node) -> Node | None:
+    if a is b:
+        return a
+    member = _member(a) and _member(b)
+    out: Node = {}
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    for k, cs in small.items():
+        if k == SELF:
+            continue
+        cl = large.get(k)
+        if cl is not None:
+            i = _intersection(cs, cl)
+            if i is not None:
+                out[k] = i
+    return make_node(out, member)
+
+
+def _root(children: Node | None) -> Node:
+    """A root node: only children, never a member itself."""
+    if not children:
+        return {}
+    if SELF in children:
+        return {k: v for k, v in children.items() if k != SELF}
+    return children
+
+
+class FieldSet:
+    """An immutable set of field paths.
+
+    Equality is set equality. ``FieldSet.from_fields_v1`` / ``to_fields_v1`` convert from and to
+    the ``fieldsV1`` value of a managedFields entry; construction from an object is
+    ``kplane.api.apply.walk.fields_of``.
+    """
+
+    __slots__ = ("_root",)
+
+    def __init__(self, root: Node | None = None) -> None:
+        self._root: Node = _root(root)
+
+    @classmethod
+    def of_paths(cls, *paths: Path) -> FieldSet:
+        """The set containing exactly these paths (each path must be non-empty)."""
+        out = FieldSet()
+        for p in paths:
+            out = out.union(FieldSet(_path_node(p)))
+        return out
+
+    @property
+    def trie(self) -> Node:
+        """The root of the trie (read-only: callers must not modify it)."""
+        return self._root
+
+    def empty(self) -> bool:
+        return not self._root
+
+    def __bool__(self) -> bool:
+        return bool(self._root)
+
+    def union(self, other: FieldSet) -> FieldSet:
+        if not other._root:
+            return self
+        if not self._root:
+            return other
+        return FieldSet(_union_children(self._root, other._root))
+
+    def difference(self, other: FieldSet) -> FieldSet:
+        if not other._root or not self._root:
+            return self
+        return FieldSet(_difference_children(self._root, other._root))
+
+    def intersection(self, other: FieldSet) -> FieldSet:
+        if not other._root or not self._root:
+            return FieldSet()
+        return FieldSet(_intersection_children(self._root, other._root))
+
+    def has(self, path: Path) -> bool:
+        """Whether ``path`` itself is a member (not merely a prefix of members)."""
+        node: Node | None = self._root
+        for pe in path:
+            if node is None:
+                return False
+            node = node.get(pe)
+        return node is not None and bool(path) and _member(node)
+
+    def has_prefix(self, path: Path) -> bool:
+        """Whether some member equals ``path`` or lies below it."""
+        node: Node | None = self._root
+        for pe in path:
+            if node is None:
+                return False
+            node = node.get(pe)
+        return node is not None
+
+    def paths(self) -> Iterator[Path]:
+        """Every member path, in upstream's order (parents before their children)."""
+        yield from _walk(self._root, ())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.paths())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FieldSet) and _equal(self._root, other._root)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.paths()))
+
+    def __repr__(self) -> str:
+        return "FieldSet(" + ", ".join(path_string(p) for p in self.paths()) + ")"
+
+    def to_fields_v1(self) -> dict[str, Any]:
+        """The ``fieldsV1`` value: children in upstream order, ``"."`` last."""
+        return _encode(self._root)
+
+    @classmethod
+    def from_fields_v1(cls, data: Any) -> FieldSet:
+        """Parse a ``fieldsV1`` value. Unknown element kinds are dropped, as upstream does.
+
+        Raises ``ValueError`` when ``data`` is not a JSON object of objects, or a ``k:``/``v:``
+        element does not hold valid JSON.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError("fieldsV1 must be a JSON object")
+        node = _decode(data)
+        return cls(node)
+
+
+def _union_children(a: Node, b: Node) -> Node:
+    out = dict(a)
+    for k, cb in b.items():
+        ca = out.get(k)
+        out[k] = cb if ca is None else union_nodes(ca, cb)
+    return out
+
+
+def _difference_children(a: Node, b: Node) -> Node:
+    out: Node = {}
+    for k, ca in a.items():
+        cb = b.get(k)
+        if cb is None:
+            out[k] = ca
+        else:
+            d = _difference(ca, cb)
+            if d is not None:
+                out[k] = d
+    return out
+
+
+def _intersection_children(a: Node, b: Node) -> Node:
+    out: Node = {}
+    for k, ca in a.items():
+        cb = b.get(k)
+        if cb is not None:
+            i = _intersection(ca, cb)
+            if i is not None:
+                out[k] = i
+    return out
+
+
+def _path_node(path: Path) -> Node:
+    node: Node = {}
+    for pe in reversed(path):
+        node = {pe: node}
+    return node
+
+
+def _walk(node: Node, prefix: Path) -> Iterator[Path]:
+    for k in sorted((k for k in node if k != SELF), key=element_order):
+        child = node[k]
+        path = (*prefix, k)
+        if _member(child):
+            yield path
+        yield from _walk(child, path)
+
+
+def _equal(a: Node, b: Node) -> bool:
+    if a is b:
+        return True
+    if _member(a) != _member(b):
+        return False
+    ka = [k for k in a if k != SELF]
+    if len(ka) != sum(1 for k in b if k != SELF):
+        return False
+    for k in ka:
+        cb = b.get(k)
+        if cb is None or not _equal(a[k], cb):
+            return False
+    return True
+
+
+def _encode(node: Node) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k in sorted((k for k in node if k != SELF), key=element_order):
+        out[k] = _encode(node[k])
+    if SELF in node and out:
+        out[SELF] = {}
+    return out
+
+
+def _decode(data: Mapping[str, Any]) -> Node:
+    out: Node = {}
+    member = False
+    for k, v in data.items():
+        if k == SELF:
+            member = True
+            continue
+        if not isinstance(v, Mapping):
+            raise ValueError(f"fieldsV1: the value of {k!r} must be an object")
+        pe = _canonical_element(k)
+        if pe is None:
+            continue
+        child = _decode(v)
+        prev = out.get(pe)
+        out[pe] = child if prev is None else union_nodes(prev, child)
+    if member and out:
+        out[SELF] = _EMPTY
+    return out
+
+
+def _canonical_element(pe: str) -> str | None:
+    kind = pe[:2]
+    if kind == "f:":
+        return pe
+    try:
+        if kind == "k:":
+            parsed = orjson.loads(pe[2:])
+            if not isinstance(parsed, dict):
+                raise ValueError(f"fieldsV1: {pe!r} must hold a JSON object")
+            return "k:" + canonical_json(parsed)
+        if kind == "v:":
+            return "v:" + canonical_json(orjson.loads(pe[2:]))
+        if kind == "i:":
+            return "i:" + str(int(pe[2:]))
+    except orjson.JSONDecodeError as e:
+        raise ValueError(f"fieldsV1: cannot parse path element {pe!r}: {e}") from None
+    if len(pe) < 2 or pe[1] != ":":
+        raise ValueError(f"fieldsV1: malformed path element {pe!r}")
+    return None

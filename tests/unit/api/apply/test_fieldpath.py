@@ -1,0 +1,118 @@
+"""Field sets: FieldsV1 round trips with upstream examples, ordering, set algebra, path printing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from kplane.api.apply import fieldpath
+from kplane.api.apply.fieldpath import FieldSet
+
+UPSTREAM_UPDATE = (
+    '{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":'
+    '{"f:containers":{"k:{\\"name\\":\\"nginx\\"}":{".":{},"f:image":{},"f:name":{}}}}}}}'
+)
+# structured-merge-diff's golden serialization (fieldpath/serialize_test.go): f < k < v < i, values
+# numbers < strings < booleans.
+UPSTREAM_GOLDEN = (
+    '{"f:aaa":{},"f:aab":{},"k:{\\"name\\":\\"first\\"}":{},"k:{\\"name\\":\\"second\\"}":{},'
+    '"k:{\\"port\\":443,\\"protocol\\":\\"tcp\\"}":{},"v:1":{},"v:2":{},"v:\\"aa\\"":{},"v:true":{},'
+    '"i:1":{},"i:4":{}}'
+)
+
+
+def _roundtrip(text: str) -> str:
+    return orjson.dumps(FieldSet.from_fields_v1(orjson.loads(text)).to_fields_v1()).decode()
+
+
+def test_upstream_update_example_round_trips_with_self_last() -> None:
+    """An apiserver FieldsV1 value decodes and re-encodes with "." written last, as SMD does."""
+    out = _roundtrip(UPSTREAM_UPDATE)
+    assert orjson.loads(out) == orjson.loads(UPSTREAM_UPDATE)
+    assert '"f:labels":{"f:app":{},".":{}}' in out
+
+
+def test_golden_order_is_reproduced() -> None:
+    """Element kinds and values sort exactly as structured-merge-diff's golden data."""
+    assert _roundtrip(UPSTREAM_GOLDEN) == UPSTREAM_GOLDEN
+
+
+def test_membership_of_decoded_set() -> None:
+    """ "." marks a node that is both a member and a parent; {} marks a leaf member."""
+    s = FieldSet.from_fields_v1(orjson.loads(UPSTREAM_UPDATE))
+    assert s.has(("f:metadata", "f:labels"))
+    assert s.has(("f:metadata", "f:labels", "f:app"))
+    assert not s.has(("f:metadata",))
+    assert s.has_prefix(("f:metadata",))
+    containers = ("f:spec", "f:template", "f:spec", "f:containers")
+    assert s.has((*containers, 'k:{"name":"nginx"}'))
+    assert len(s) == 6
+
+
+def test_unknown_element_kinds_are_dropped() -> None:
+    """Unknown element prefixes are ignored, as upstream's decoder does."""
+    assert FieldSet.from_fields_v1({"f:a": {}, "r:b": {}}).to_fields_v1() == {"f:a": {}}
+
+
+@pytest.mark.parametrize(
+    "bad", [[], {"f:a": 1}, {"k:{oops": {}}, {"x": {}}], ids=["list", "leaf", "json", "short"]
+)
+def test_malformed_fields_v1_raises(bad: Any) -> None:
+    """Malformed fieldsV1 is a ValueError."""
+    with pytest.raises(ValueError):
+        FieldSet.from_fields_v1(bad)
+
+
+def test_key_elements_are_canonicalized() -> None:
+    """Key JSON is normalized (sorted keys, compact), so differently spelled keys are equal."""
+    a = FieldSet.from_fields_v1({'k:{"protocol":"TCP", "port":80}': {}})
+    b = FieldSet.from_fields_v1({'k:{"port":80,"protocol":"TCP"}': {}})
+    assert a == b
+    assert fieldpath.key({"protocol": "TCP", "port": 80}) == 'k:{"port":80,"protocol":"TCP"}'
+
+
+def test_set_algebra() -> None:
+    """Union, difference and intersection respect membership of parents and children."""
+    a = FieldSet.of_paths(("f:spec", "f:replicas"), ("f:spec", "f:paused"))
+    b = FieldSet.of_paths(("f:spec", "f:replicas"), ("f:metadata", "f:labels", "f:x"))
+    assert set(a.union(b).paths()) == {
+        ("f:spec", "f:replicas"),
+        ("f:spec", "f:paused"),
+        ("f:metadata", "f:labels", "f:x"),
+    }
+    assert list(a.difference(b).paths()) == [("f:spec", "f:paused")]
+    assert list(a.intersection(b).paths()) == [("f:spec", "f:replicas")]
+    parent = FieldSet.of_paths(("f:a",), ("f:a", "f:b"))
+    assert list(parent.difference(FieldSet.of_paths(("f:a",))).paths()) == [("f:a", "f:b")]
+    assert parent.difference(parent).empty()
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        pytest.param(("f:spec", "f:replicas"), ".spec.replicas", id="fields"),
+        pytest.param(
+            ("f:spec", "f:containers", 'k:{"name":"nginx"}', "f:image"),
+            '.spec.containers[name="nginx"].image',
+            id="key",
+        ),
+        pytest.param(
+            ("f:ports", 'k:{"containerPort":80,"protocol":"TCP"}'),
+            '.ports[containerPort=80,protocol="TCP"]',
+            id="multi-key",
+        ),
+        pytest.param(("f:metadata", "f:finalizers", 'v:"x"'), '.metadata.finalizers[="x"]', id="set"),
+        pytest.param(("f:args", "i:2"), ".args[2]", id="index"),
+    ],
+)
+def test_path_string(path: fieldpath.Path, text: str) -> None:
+    """Paths print as structured-merge-diff's Path.String()."""
+    assert fieldpath.path_string(path) == text
+
+
+def test_canonical_json_escapes_html_like_go() -> None:
+    """Values inside elements are escaped as Go's encoder does."""
+    assert fieldpath.value("a<b&c") == 'v:"a\\u003cb\\u0026c"'
+    assert fieldpath.value(1.0) == "v:1"
