@@ -115,5 +115,11 @@ def test_public_surface() -> None:
             "definitions",
             "node_for_definition",
             "node_for_gvk",
+            "CompiledSchema",
+            "Result",
+            "SchemaError",
+            "compile_schema",
+            "compiled_for_gvk",
+            "strict_decoding_message",
         ]
     )
