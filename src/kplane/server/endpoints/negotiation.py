@@ -1,8 +1,9 @@
 """Content negotiation: decoding request bodies and choosing the response form.
 
-Request bodies: JSON (``application/json``, or no content type), YAML (``application/yaml``) and the
-four patch types. Protobuf is not decoded yet (415 with a clear message). Responses are JSON, or a
-``meta.k8s.io/v1`` Table when the ``Accept`` header asks for one.
+Request bodies: JSON (``application/json``, or no content type), YAML (``application/yaml``),
+Kubernetes protobuf (``application/vnd.kubernetes.protobuf``, decoded to the same JSON shape) and the
+four patch types. Responses are JSON, or a ``meta.k8s.io/v1`` Table when the ``Accept`` header asks
+for one.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Literal
 import orjson
 import yaml
 
-from kplane.api import errors
+from kplane.api import errors, protobuf
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 
@@ -48,10 +49,7 @@ def decode_object(body: bytes, content_type: str | None) -> dict[str, Any]:
     elif mt in (YAML, "application/x-yaml", "text/yaml"):
         value = _loads_yaml(body)
     elif mt == PROTOBUF:
-        raise errors.UnsupportedMediaType(
-            "the body of the request was in an unknown format - accepted media types include: "
-            "application/json, application/yaml (protobuf request bodies are not supported yet)"
-        )
+        value = _loads_protobuf(body)
     else:
         raise errors.UnsupportedMediaType(
             "the body of the request was in an unknown format - accepted media types include: "
@@ -75,6 +73,20 @@ def decode_patch(body: bytes, mt: str) -> Any:
     if mt != JSON_PATCH and not isinstance(value, dict):
         raise errors.BadRequest("the patch must be a JSON object")
     return value
+
+
+def _loads_protobuf(body: bytes) -> Any:
+    if not body:
+        raise errors.BadRequest("the request body is empty: an object is required")
+    try:
+        return protobuf.decode(body)
+    except protobuf.ProtobufError as err:
+        if str(err).startswith("no protobuf decoder"):
+            raise errors.UnsupportedMediaType(
+                f"the body of the request was in an unknown format - protobuf: {err}; accepted media types "
+                "include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+            ) from None
+        raise errors.BadRequest(f"the request body is not valid protobuf: {err}") from None
 
 
 def _loads_json(body: bytes) -> Any:
