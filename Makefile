@@ -6,7 +6,7 @@ STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 ARGS ?=
 
-.PHONY: run test lint typecheck layers unit e2e bench clean
+.PHONY: run test lint typecheck layers unit e2e bench models clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,9 @@ test: lint typecheck layers unit
 
 bench: $(STAMP_RUN)
 	$(BIN)/python benchmarks/run_all.py
+
+models: $(STAMP_DEV)
+	$(BIN)/python -m kplane.client._modelgen && $(BIN)/ruff format -q src/kplane/client/models && $(BIN)/ruff check --fix -q src/kplane/client/models
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

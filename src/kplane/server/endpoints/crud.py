@@ -8,10 +8,11 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from kplane.api import apply as ssa
 from kplane.api import errors
 from kplane.server.endpoints import negotiation, patching
 from kplane.server.endpoints.scope import Scope, json_response
-from kplane.server.registry.store import DeleteOptions, check_type
+from kplane.server.registry.store import DeleteOptions, check_type, rfc3339
 
 Object = dict[str, Any]
 
@@ -37,9 +38,10 @@ async def create(scope: Scope) -> web.StreamResponse:
         )
     if scope.info.name and meta.get("name") not in (None, "", scope.info.name):
         raise errors.BadRequest(
-            f"the name of the object ({meta.get('name')}) does not match the name on the URL ({scope.info.name})"
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+            f"({scope.info.name})"
         )
-    created = await scope.registry.create(scope.record, ns, obj, dry_run=scope.dry_run())
+    created = await scope.registry.create(scope.record, ns, obj, scope.write_options())
     return scope.respond(created, 201)
 
 
@@ -52,7 +54,7 @@ async def update(scope: Scope) -> web.StreamResponse:
         scope.info.name,
         lambda current: obj,
         subresource=scope.info.subresource,
-        dry_run=scope.dry_run(),
+        opts=scope.write_options(),
     )
     return scope.respond(updated)
 
@@ -63,40 +65,75 @@ async def patch(scope: Scope) -> web.StreamResponse:
         raise patching.unsupported(scope.record)
     body = await scope.body()
     value = negotiation.decode_patch(body, mt)
+    if mt == negotiation.APPLY_PATCH:
+        return await _apply(scope, value)
     transform = patching.transform_for(scope.record, mt, value)
-    dry_run = scope.dry_run()
-    if mt == negotiation.APPLY_PATCH and not scope.query.get("fieldManager"):
+    updated = await scope.registry.update(
+        scope.record,
+        scope.info.namespace,
+        scope.info.name,
+        transform,
+        subresource=scope.info.subresource,
+        opts=scope.write_options(),
+    )
+    return scope.respond(updated)
+
+
+async def _apply(scope: Scope, applied: Object) -> web.StreamResponse:
+    """Server-side apply: merge the applier's configuration with field ownership; create if absent."""
+    if not scope.query.get("fieldManager"):
         raise errors.invalid_object(
-            "Patch",
-            "",
-            scope.info.name,
-            [errors.required("fieldManager", "is required for apply patch")],
+            "Patch", "", scope.info.name, [errors.required("fieldManager", "is required for apply patch")]
         )
+    opts = scope.write_options()
+    opts.manage_fields = False
+    force = scope.query.get("force") in ("true", "True", "1")
+    record = scope.record
+    node = scope.registry.schema.node(record)
+    check_type(record, applied)
+    meta = applied.get("metadata")
+    if not isinstance(meta, dict):
+        raise errors.BadRequest("metadata must be an object in an apply configuration")
+    if meta.get("name") not in (None, scope.info.name):
+        raise errors.BadRequest(
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+            f"({scope.info.name})"
+        )
+
+    def merge(current: Object) -> Object:
+        return ssa.apply(
+            current,
+            applied,
+            manager=opts.field_manager,
+            api_version=record.api_version,
+            schema=node,
+            force=force,
+            now=rfc3339(scope.clock),
+            subresource=scope.info.subresource,
+        )
+
     try:
         updated = await scope.registry.update(
-            scope.record,
+            record,
             scope.info.namespace,
             scope.info.name,
-            transform,
+            merge,
             subresource=scope.info.subresource,
-            dry_run=dry_run,
+            opts=opts,
         )
     except errors.NotFound:
-        if mt != negotiation.APPLY_PATCH or scope.info.subresource:
+        if scope.info.subresource:
             raise
-        # Server-side apply of an absent object creates it.
-        obj = dict(value)
-        check_type(scope.record, obj)
-        meta = obj.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise errors.BadRequest("metadata must be an object") from None
-        if meta.get("name") not in (None, scope.info.name):
-            raise errors.BadRequest(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
-                f"({scope.info.name})"
-            ) from None
-        meta["name"] = scope.info.name
-        created = await scope.registry.create(scope.record, scope.info.namespace, obj, dry_run=dry_run)
+        obj = ssa.apply(
+            None,
+            {**applied, "metadata": {**meta, "name": scope.info.name}},
+            manager=opts.field_manager,
+            api_version=record.api_version,
+            schema=node,
+            force=force,
+            now=rfc3339(scope.clock),
+        )
+        created = await scope.registry.create(record, scope.info.namespace, obj, opts)
         return scope.respond(created, 201)
     return scope.respond(updated)
 

@@ -10,11 +10,11 @@ import orjson
 from aiohttp import web
 
 from kplane.api import errors
+from kplane.api.catalog import ResourceRecord
 from kplane.server.endpoints import negotiation, table
 from kplane.server.endpoints.crud import delete_options
 from kplane.server.endpoints.requestinfo import parse_bool
 from kplane.server.endpoints.scope import Scope, json_response
-from kplane.api.catalog import ResourceRecord
 from kplane.server.registry import listing, selection, watching
 from kplane.server.registry.store import to_version
 

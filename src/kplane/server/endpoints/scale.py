@@ -117,6 +117,11 @@ async def write(scope: Scope) -> web.StreamResponse:
         return new
 
     updated = await scope.registry.update(
-        record, scope.info.namespace, scope.info.name, transform, dry_run=scope.dry_run()
+        record,
+        scope.info.namespace,
+        scope.info.name,
+        transform,
+        subresource="scale",
+        opts=scope.write_options(),
     )
     return json_response(to_scale(record, updated))

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from aiohttp import web
 
 from kplane._util.clock import Clock
+from kplane.api import apply as ssa
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
 from kplane.server.endpoints import negotiation, table
 from kplane.server.endpoints.requestinfo import RequestInfo
+from kplane.server.registry.fieldschema import WriteOptions
 from kplane.server.registry.store import Registry
 
 Object = dict[str, Any]
@@ -29,6 +31,7 @@ class Scope:
     clock: Clock
     form: negotiation.ResponseForm
     watch_bookmark_interval: float = 60.0
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def query(self) -> Any:
@@ -40,6 +43,44 @@ class Scope:
             if v != "All":
                 raise errors.BadRequest(f'dryRun: Unsupported value: "{v}": supported values: "All"')
         return bool(values)
+
+    def write_options(self, *, default_manager: bool = True) -> WriteOptions:
+        """dryRun, fieldManager and fieldValidation of this request (422/400 for bad values)."""
+        q = self.request.query
+        manager = q.get("fieldManager", "")
+        if len(manager) > 128 or any(not c.isprintable() for c in manager):
+            raise errors.invalid_object(
+                "Patch" if self.request.method == "PATCH" else self.record.kind,
+                self.record.group,
+                self.info.name,
+                [
+                    errors.invalid(
+                        "fieldManager", manager, "must be no more than 128 characters and printable"
+                    )
+                ],
+            )
+        if not manager and default_manager:
+            manager = ssa.default_manager(self.request.headers.get("User-Agent", ""))
+        validation = q.get("fieldValidation") or "Warn"
+        if validation not in ("Strict", "Warn", "Ignore"):
+            raise errors.BadRequest(
+                f'fieldValidation must be one of "Ignore", "Warn", or "Strict", got "{validation}"'
+            )
+        return WriteOptions(
+            dry_run=self.dry_run(),
+            field_manager=manager,
+            field_validation=validation,  # type: ignore[arg-type]
+            warnings=self.warnings,
+        )
+
+    def headers(self, content_type: str) -> dict[str, str]:
+        hdrs = {"Content-Type": content_type}
+        if self.warnings:
+            hdrs["Warning"] = ", ".join(
+                '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                for w in dict.fromkeys(self.warnings)
+            )
+        return hdrs
 
     async def body(self) -> bytes:
         try:
@@ -56,12 +97,9 @@ class Scope:
                 self.record, [obj], include_object=self.form.include_object, now=self.clock.now()
             )
             return web.Response(
-                body=orjson.dumps(tbl),
-                status=status,
-                content_type=negotiation.TABLE_CONTENT_TYPE.split(";")[0],
-                headers={"Content-Type": negotiation.TABLE_CONTENT_TYPE},
+                body=orjson.dumps(tbl), status=status, headers=self.headers(negotiation.TABLE_CONTENT_TYPE)
             )
-        return json_response(obj, status)
+        return web.Response(body=orjson.dumps(obj), status=status, headers=self.headers("application/json"))
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

@@ -22,6 +22,7 @@ from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
 from kplane.server.registry import objectmeta, strategy
+from kplane.server.registry.fieldschema import SchemaStep, WriteOptions
 
 Object = dict[str, Any]
 Transform = Callable[[Object], Object]
@@ -126,6 +127,7 @@ class Registry:
         self.on_namespace_deleted: Callable[[str], None] | None = None
         self.strategies: dict[tuple[str, str], strategy.Strategy] = {}
         self.after_write: list[AfterWrite] = []
+        self.schema = SchemaStep()
 
     def strategy_for(self, record: ResourceRecord) -> strategy.Strategy:
         """This server's strategy for ``record`` (instance overrides first, then the built-in table)."""
@@ -150,7 +152,7 @@ class Registry:
     # -- create ------------------------------------------------------------------------------
 
     async def create(
-        self, record: ResourceRecord, namespace: str, obj: Object, *, dry_run: bool = False
+        self, record: ResourceRecord, namespace: str, obj: Object, opts: WriteOptions | None = None
     ) -> Object:
         """Store a new object; 201 semantics. ``obj`` becomes the registry's (it is mutated)."""
         strat = self.strategy_for(record)
@@ -173,17 +175,22 @@ class Registry:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
+        opts = opts or WriteOptions()
         await strat.prepare_for_create(record, obj, self.list_current)
+        obj, schema_errs = self.schema.process(record, obj, None, opts)
+        meta = obj["metadata"]
         errs = objectmeta.validate_metadata(meta, name_rule=strat.name_rule)
         if not errs:
-            errs = strat.validate(record, obj, None)
+            errs = schema_errs or strat.validate(record, obj, None)
         for validate in self.validators:
             if errs:
                 break
             errs = await validate(record, obj, None, "")
         if errs:
             raise errors.invalid_object(record.kind, record.group, str(meta.get("name") or ""), errs)
-        if dry_run:
+        obj = self.schema.managed(record, None, obj, opts, rfc3339(self.clock))
+        meta = obj["metadata"]
+        if opts.dry_run:
             return obj
         for attempt in range(MAX_GENERATE_ATTEMPTS if generate else 1):
             if attempt:
@@ -242,7 +249,7 @@ class Registry:
         transform: Transform,
         *,
         subresource: str = "",
-        dry_run: bool = False,
+        opts: WriteOptions | None = None,
     ) -> Object:
         """Apply ``transform`` to the current object and store the result (PUT and PATCH).
 
@@ -253,18 +260,23 @@ class Registry:
         key = record.key(namespace, name)
         strat = self.strategy_for(record)
 
+        wopts = opts or WriteOptions()
+
         async def step(stored: Object) -> Object:
             current = to_version(record, stored)
+            del wopts.warnings[:]
             new = self._prepare_update(record, strat, namespace, name, transform, current, subresource)
+            new, schema_errs = self.schema.process(record, new, current, wopts)
             errs = objectmeta.validate_metadata(new["metadata"], name_rule=strat.name_rule)
             if not errs:
-                errs = strat.validate(record, new, current)
+                errs = schema_errs or strat.validate(record, new, current)
             for validate in self.validators:
                 if errs:
                     break
                 errs = await validate(record, new, current, subresource)
             if errs:
                 raise errors.invalid_object(record.kind, record.group, name, errs)
+            new = self.schema.managed(record, current, new, wopts, rfc3339(self.clock), subresource)
             if new == current:
                 raise _NoChange(current)
             meta = new["metadata"]
@@ -274,27 +286,31 @@ class Registry:
                 and _spec_finalizers_done(record, new)
             ):
                 raise _DeleteNow(new)
-            if dry_run:
+            if wopts.dry_run:
                 raise _DryRun(new)
-            return new
+            return to_storage(record, new)
 
         for _ in range(16):
             try:
-                return await self.storage.guaranteed_update(key, step)
+                stored = await self.storage.guaranteed_update(key, step)
+                self._written(record, stored, False)
+                return to_version(record, stored)
             except _NoChange as done:
-                return done.obj
+                return to_version(record, done.obj)
             except _DryRun as done:
                 return done.obj
             except _DeleteNow as done:
                 rv = done.obj["metadata"].get("resourceVersion")
                 try:
-                    return await self.storage.delete(
+                    last = await self.storage.delete(
                         key, preconditions=storage.Preconditions(resource_version=rv)
                     )
                 except storage.PreconditionFailed:
                     continue
                 except storage.StorageError as err:
                     raise storage_error(record, name, err) from None
+                self._written(record, last, True)
+                return to_version(record, last)
             except storage.StorageError as err:
                 raise storage_error(record, name, err) from None
         raise errors.Conflict(

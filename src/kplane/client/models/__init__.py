@@ -1,0 +1,40 @@
+"""Typed models of the built-in Kubernetes kinds, one module per group-version (generated).
+
+``msgspec.json.decode(data, type=apps_v1.Deployment)`` decodes; ``msgspec.json.encode`` encodes.
+Regenerate with ``make models``; do not edit."""
+
+from kplane.client.models import (
+    apiextensions_v1,
+    apps_v1,
+    autoscaling_v1,
+    autoscaling_v2,
+    batch_v1,
+    coordination_v1,
+    core_v1,
+    discovery_v1,
+    events_v1,
+    meta_v1,
+    networking_v1,
+    policy_v1,
+    rbac_v1,
+    scheduling_v1,
+    storage_v1,
+)
+
+__all__ = [
+    "apiextensions_v1",
+    "apps_v1",
+    "autoscaling_v1",
+    "autoscaling_v2",
+    "batch_v1",
+    "coordination_v1",
+    "core_v1",
+    "discovery_v1",
+    "events_v1",
+    "meta_v1",
+    "networking_v1",
+    "policy_v1",
+    "rbac_v1",
+    "scheduling_v1",
+    "storage_v1",
+]

@@ -1,0 +1,181 @@
+"""The typed client: the dynamic client's verbs with generated msgspec models in and out.
+
+``TypedClient.resource(Deployment)`` returns a ``dynamic.ResourceClient`` whose codec decodes
+replies straight from bytes into ``Deployment`` (no dict in between) and encodes models with
+``msgspec.json.encode``; lists come back as ``ObjectList[Deployment]``, watch events as
+``WatchEvent[Deployment]``. A model names its resource through ``gvk``; built-in kinds map to
+their plural through the built-in resource table, anything else through the REST mapper.
+
+``Client`` bundles one REST client, discovery, the mapper and both clients: its ``resource``
+takes a model class (typed) or anything the dynamic client accepts.
+
+Typed watch streams raise the ``ERROR`` event's typed error (e.g. ``errors.Gone``) instead of
+yielding it, since its object is a ``Status`` and not a model. Subresources on ``update`` and
+``patch`` must return the resource's own kind (``status``); use ``get_subresource`` or the dynamic
+client for ``scale``.
+"""
+
+from __future__ import annotations
+
+import os
+from types import TracebackType
+from typing import Any, Generic, TypeVar, overload
+
+import msgspec
+import orjson
+
+from kplane.api import builtin, errors
+from kplane.api.gvk import GroupVersionKind
+from kplane.client import config as config_mod
+from kplane.client import discovery, dynamic, mapper, rest, transport
+from kplane.client.models import _base, meta_v1
+
+M = TypeVar("M", bound=_base.Model)
+
+
+class ObjectList(msgspec.Struct, Generic[M], kw_only=True, omit_defaults=True, gc=False):
+    """One page of a list: ``metadata.resourceVersion`` and ``metadata.continue``, and the items."""
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: meta_v1.ListMeta | None = None
+    items: list[M] = msgspec.field(default_factory=list)
+
+
+class WatchEvent(msgspec.Struct, Generic[M], frozen=True, gc=False):
+    """One watch event: ``type`` is ADDED, MODIFIED, DELETED or BOOKMARK."""
+
+    type: str
+    object: M
+
+
+class _RawEvent(msgspec.Struct, gc=False):
+    type: str
+    object: msgspec.Raw
+
+
+_RAW_EVENT = msgspec.json.Decoder(_RawEvent)
+
+
+class StructCodec(Generic[M]):
+    """A ``dynamic.Codec`` for one model class."""
+
+    def __init__(self, model: type[M]) -> None:
+        self.model = model
+        self._obj = msgspec.json.Decoder(model)
+        self._list = msgspec.json.Decoder(ObjectList[model])  # type: ignore[valid-type]
+        self._encoder = msgspec.json.Encoder()
+
+    def encode(self, obj: M, resource: dynamic.Resource) -> bytes:
+        if getattr(obj, "api_version", None) is None or getattr(obj, "kind", None) is None:
+            obj = msgspec.structs.replace(obj, api_version=resource.api_version, kind=resource.kind)
+        return self._encoder.encode(obj)
+
+    def decode(self, data: bytes) -> M:
+        return self._obj.decode(data)
+
+    def decode_list(self, data: bytes) -> ObjectList[M]:
+        out: ObjectList[M] = self._list.decode(data)
+        return out
+
+    def decode_event(self, line: bytes) -> WatchEvent[M]:
+        raw = _RAW_EVENT.decode(line)
+        if raw.type == "ERROR":
+            raise errors.from_status(orjson.loads(bytes(raw.object)))
+        return WatchEvent(raw.type, self._obj.decode(raw.object))
+
+    def list_parts(self, page: ObjectList[M], resource: dynamic.Resource) -> tuple[list[M], str, str]:
+        for item in page.items:  # Lists omit their items' kind; set it as the dynamic client does.
+            if getattr(item, "kind", None) is None:
+                item.kind = resource.kind  # type: ignore[attr-defined]
+            if getattr(item, "api_version", None) is None:
+                item.api_version = resource.api_version  # type: ignore[attr-defined]
+        meta = page.metadata
+        rv = (meta.resource_version or "") if meta else ""
+        token = (meta.continue_ or "") if meta else ""
+        return page.items, rv, token
+
+    def name_and_namespace(self, obj: M) -> tuple[str, str]:
+        meta = getattr(obj, "metadata", None)
+        if meta is None:
+            return "", ""
+        return meta.name or "", meta.namespace or ""
+
+
+TypedResourceClient = dynamic.ResourceClient[M, ObjectList[M], WatchEvent[M]]
+
+_BUILTIN: dict[GroupVersionKind, dynamic.Resource] = {
+    rec.gvk: dynamic.Resource(rec.group, rec.version, rec.plural, rec.kind, rec.namespaced)
+    for rec in builtin.BUILTIN_RECORDS
+}
+
+
+def resource_of(model: type[Any]) -> dynamic.ResourceRef:
+    """The resource serving ``model``: a ``Resource`` for built-in kinds, else its GVK for the mapper."""
+    gvk: GroupVersionKind = model.gvk
+    return _BUILTIN.get(gvk, gvk)
+
+
+class TypedClient:
+    """Builds model-speaking ``ResourceClient``s over one ``RESTClient``."""
+
+    def __init__(self, rest_client: rest.RESTClient, mapper: mapper.RESTMapper | None = None) -> None:
+        self.rest = rest_client
+        self.mapper = mapper
+        self._codecs: dict[type[Any], Any] = {}
+
+    def resource(self, model: type[M], namespace: str | None = None) -> TypedResourceClient[M]:
+        """A client for the resource that serves ``model``, bound to ``namespace``."""
+        codec: StructCodec[M] | None = self._codecs.get(model)
+        if codec is None:
+            codec = self._codecs[model] = StructCodec(model)
+        return dynamic.ResourceClient(
+            self.rest, resource_of(model), codec, namespace=namespace, mapper=self.mapper
+        )
+
+
+class Client:
+    """Everything for one server: ``rest``, ``discovery``, ``mapper``, ``dynamic`` and ``typed``.
+
+    ``cache_dir`` is the discovery disk cache (None: memory only; ``discovery.default_cache_dir``
+    gives kubectl's). Use ``async with Client(config) as c:`` or call ``close()``.
+    """
+
+    def __init__(
+        self,
+        config: config_mod.Config,
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        warning_handler: transport.WarningHandler | None = None,
+    ) -> None:
+        self.config = config
+        self.rest = rest.RESTClient(config, warning_handler=warning_handler)
+        self.discovery = discovery.DiscoveryClient(self.rest, cache_dir=cache_dir)
+        self.mapper = mapper.RESTMapper(self.discovery)
+        self.dynamic = dynamic.DynamicClient(self.rest, self.mapper)
+        self.typed = TypedClient(self.rest, self.mapper)
+
+    @overload
+    def resource(self, ref: type[M], namespace: str | None = None) -> TypedResourceClient[M]: ...
+
+    @overload
+    def resource(
+        self, ref: dynamic.ResourceRef, namespace: str | None = None
+    ) -> dynamic.DynamicResourceClient: ...
+
+    def resource(self, ref: Any, namespace: str | None = None) -> Any:
+        """A typed client for a model class, else a dynamic one for a ``Resource`` or a name."""
+        if isinstance(ref, type) and issubclass(ref, _base.Model):
+            return self.typed.resource(ref, namespace)
+        return self.dynamic.resource(ref, namespace)
+
+    async def close(self) -> None:
+        await self.rest.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

@@ -1,0 +1,316 @@
+"""Watching that resumes: typed watch events and a watcher that reopens its stream where it stopped.
+
+Design note. A single watch request ends for ordinary reasons (the server's ``timeoutSeconds``, a
+dropped connection, a slow-watcher termination) and one extraordinary one: the resourceVersion to
+resume from has left the server's history window (410 Gone, reason ``Expired``). ``RetryWatcher``
+hides the ordinary ends: it remembers the resourceVersion of the last event or BOOKMARK it saw and
+reopens the watch from there, so no event is lost or repeated across reconnections. Errors wait a
+bounded, jittered exponential backoff first (client-go's reflector numbers: 0.8 s doubling to 30 s,
+jitter 1.0, reset after 2 min quiet). A stream that ends in under a second with no event counts as an
+error, so a misbehaving server cannot drive a hot reconnect loop. Each request asks the server to
+end it after a random 5-10 minutes, which spreads reconnections of many clients over time.
+
+Gone is not hidden: no watch can recover the events that were compacted away, so ``RetryWatcher``
+raises ``errors.Gone`` and its caller must list again. The component that does that, and so keeps
+a cache equal to the server's state across 410s (deletions in the gap included), is
+``kplane.informers.Reflector``; use ``RetryWatcher`` directly only when you already hold a
+resourceVersion and can handle Gone yourself (as client-go's ``watchtools.RetryWatcher``).
+
+``ListerWatcher`` is the seam both use: a ``ResourceClient`` of ``kplane.client.dynamic`` satisfies
+it, and ``ListWatch`` pins one to a namespace and selectors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+import random
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+
+from kplane._util import backoff as backoff_mod
+from kplane._util import clock as clock_mod
+from kplane.api import errors
+
+log = logging.getLogger(__name__)
+
+Object = dict[str, Any]
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+"""Annotation on the BOOKMARK that ends the initial events of a ``sendInitialEvents`` watch."""
+
+MIN_WATCH_TIMEOUT = 300
+"""Lower bound of the random per-request watch timeout, seconds (client-go: 5 min; max is twice it)."""
+
+VERY_SHORT_WATCH = 1.0
+"""A watch that ends normally in less than this many seconds with no event is treated as an error."""
+
+
+class EventType(enum.StrEnum):
+    """The ``type`` of a watch event."""
+
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+    BOOKMARK = "BOOKMARK"
+    ERROR = "ERROR"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One event of a watch stream. ``object`` is the decoded JSON object; treat it as read-only."""
+
+    type: EventType
+    object: Object
+
+    @property
+    def resource_version(self) -> str:
+        """The object's ``metadata.resourceVersion`` (``""`` if absent)."""
+        return resource_version_of(self.object)
+
+    @property
+    def is_initial_events_end(self) -> bool:
+        """True for the BOOKMARK that closes the initial events of a WatchList stream."""
+        if self.type is not EventType.BOOKMARK:
+            return False
+        annotations = (self.object.get("metadata") or {}).get("annotations") or {}
+        return annotations.get(INITIAL_EVENTS_END) == "true"
+
+
+class VeryShortWatchError(Exception):
+    """The server ended a watch immediately and without events; something is wrong with it."""
+
+
+def resource_version_of(obj: Mapping[str, Any]) -> str:
+    """``obj["metadata"]["resourceVersion"]`` of a JSON object, ``""`` when absent."""
+    meta = obj.get("metadata")
+    return str(meta.get("resourceVersion") or "") if isinstance(meta, Mapping) else ""
+
+
+def decode(raw: Mapping[str, Any]) -> WatchEvent:
+    """A typed event from a raw ``{"type", "object"}`` line; an ERROR event raises its typed error."""
+    try:
+        kind = EventType(str(raw.get("type")))
+    except ValueError:
+        raise errors.InternalError(f"unknown watch event type {raw.get('type')!r}") from None
+    obj = raw.get("object")
+    if not isinstance(obj, dict):
+        raise errors.InternalError(f"watch event {kind} carries no object")
+    if kind is EventType.ERROR:
+        raise errors.from_status(obj)
+    return WatchEvent(kind, obj)
+
+
+def random_watch_timeout(rand: backoff_mod.Rand = random.random) -> int:
+    """A per-request ``timeoutSeconds`` drawn uniformly from [5 min, 10 min]."""
+    return int(MIN_WATCH_TIMEOUT * (1.0 + rand()))
+
+
+def is_retriable(err: BaseException) -> bool:
+    """Whether a failed watch may simply be reopened from the same resourceVersion after a backoff.
+
+    Gone needs a relist and terminal errors (bad request, invalid options) need a code change;
+    everything else (connection failures, 429, 5xx, slow-watcher terminations, timeouts, and 401/403
+    that may be fixed by credential or RBAC changes) is retried.
+    """
+    if isinstance(err, errors.Gone | errors.TerminalError):
+        return False
+    return isinstance(err, Exception)
+
+
+class ListerWatcher(Protocol):
+    """Lists and watches one resource (client-go ``cache.ListerWatcher``).
+
+    ``list`` returns ONE page of the raw List JSON; ``watch`` returns the raw events
+    (``{"type", "object"}`` dicts, including ERROR and BOOKMARK) and ends when the server ends the
+    stream. Non-2xx answers raise ``kplane.api.errors`` exceptions.
+    """
+
+    async def list(
+        self,
+        *,
+        limit: int = 0,
+        continue_token: str = "",
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+    ) -> Object:
+        """One page of the List."""
+        ...
+
+    def watch(
+        self,
+        *,
+        resource_version: str | None = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str | None = None,
+    ) -> AsyncIterator[Object]:
+        """The raw event stream of one watch request."""
+        ...
+
+
+class ResourceListWatch(Protocol):
+    """The list and watch verbs of a ``kplane.client.dynamic.ResourceClient``."""
+
+    async def list(
+        self,
+        *,
+        namespace: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+    ) -> Object: ...
+
+    def watch(
+        self,
+        *,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str | None = None,
+    ) -> AsyncIterator[Object]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class ListWatch:
+    """A ``ListerWatcher`` over a resource client, restricted to a namespace and selectors.
+
+    ``namespace=None`` means the client's default (all namespaces unless the client has one).
+    """
+
+    client: ResourceListWatch
+    namespace: str | None = None
+    label_selector: str = ""
+    field_selector: str = ""
+
+    async def list(
+        self,
+        *,
+        limit: int = 0,
+        continue_token: str = "",
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+    ) -> Object:
+        return await self.client.list(
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            limit=limit,
+            continue_token=continue_token,
+            resource_version=resource_version,
+            resource_version_match=resource_version_match,
+        )
+
+    def watch(
+        self,
+        *,
+        resource_version: str | None = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str | None = None,
+    ) -> AsyncIterator[Object]:
+        return self.client.watch(
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            resource_version=resource_version,
+            allow_bookmarks=allow_bookmarks,
+            timeout_seconds=timeout_seconds,
+            send_initial_events=send_initial_events,
+            resource_version_match=resource_version_match,
+        )
+
+
+class RetryWatcher:
+    """Events of one resource from ``resource_version`` on, across any number of watch requests.
+
+    Iterating yields ADDED, MODIFIED and DELETED events (and BOOKMARKs if ``bookmarks``) in server
+    order, each exactly once. The watcher resumes from the resourceVersion of the last event or
+    bookmark; a failed request is reopened after ``backoff.step()`` seconds (default: the reflector
+    backoff on ``clock``). Iteration raises ``errors.Gone`` when the server can no longer resume
+    (the caller must relist) and terminal API errors as they are; it never ends on its own.
+
+    ``stream``, if given, is an already open raw stream consumed first (the reflector hands over
+    its WatchList stream this way). ``resource_version`` must not be ``""`` or ``"0"``: those ask
+    for a fresh snapshot, not a resumption.
+    """
+
+    def __init__(
+        self,
+        lw: ListerWatcher,
+        resource_version: str,
+        *,
+        bookmarks: bool = False,
+        clock: clock_mod.Clock | None = None,
+        backoff: backoff_mod.BackoffManager | None = None,
+        stream: AsyncIterator[Object] | None = None,
+        _rand: backoff_mod.Rand = random.random,
+    ) -> None:
+        if resource_version in ("", "0"):
+            raise ValueError(f"RetryWatcher needs a concrete resourceVersion, got {resource_version!r}")
+        self._lw = lw
+        self._rv = resource_version
+        self._bookmarks = bookmarks
+        self._clock: clock_mod.Clock = clock or clock_mod.RealClock()
+        self._backoff = backoff or backoff_mod.reflector_backoff(self._clock, rand=_rand)
+        self._stream = stream
+        self._rand = _rand
+
+    @property
+    def resource_version(self) -> str:
+        """The resourceVersion the next watch request would resume from."""
+        return self._rv
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[WatchEvent]:
+        while True:
+            stream, self._stream = self._stream, None
+            started = self._clock.monotonic()
+            seen = 0
+            try:
+                if stream is None:
+                    stream = self._lw.watch(
+                        resource_version=self._rv,
+                        allow_bookmarks=True,
+                        timeout_seconds=random_watch_timeout(self._rand),
+                    )
+                async for raw in stream:
+                    event = decode(raw)
+                    seen += 1
+                    rv = event.resource_version
+                    if rv:
+                        self._rv = rv
+                    if event.type is EventType.BOOKMARK and not self._bookmarks:
+                        continue
+                    yield event
+                if seen == 0 and self._clock.monotonic() - started < VERY_SHORT_WATCH:
+                    raise VeryShortWatchError("very short watch: the server closed it at once, with no event")
+                continue  # an ordinary end: reopen at once from the last resourceVersion
+            except Exception as err:
+                if not is_retriable(err):
+                    raise
+                delay = self._backoff.step()
+                log.info("watch from resourceVersion %s failed (%s); retrying in %.1fs", self._rv, err, delay)
+            finally:
+                if stream is not None:
+                    await _aclose(stream)
+            await self._clock.sleep(delay)
+
+
+async def _aclose(stream: AsyncIterator[Object]) -> None:
+    """Close an async generator stream so its HTTP response is released promptly."""
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()
