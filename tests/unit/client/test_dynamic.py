@@ -110,9 +110,6 @@ async def test_server_side_apply(client: typed.Client, namespace: str) -> None:
     assert again["data"] == {"k": "two"}
 
 
-@pytest.mark.xfail(
-    reason="server gap: apply records no managedFields, so no ownership conflicts", strict=False
-)
 async def test_server_side_apply_conflict(client: typed.Client, namespace: str) -> None:
     """Another manager changing an applied field conflicts unless it forces."""
     cms = client.resource(CM, namespace=namespace)
@@ -134,9 +131,6 @@ async def test_dry_run_does_not_persist(client: typed.Client, namespace: str) ->
         await cms.get("dry")
 
 
-@pytest.mark.xfail(
-    reason="server gap: fieldValidation is ignored and unknown fields are stored", strict=False
-)
 async def test_field_validation_strict_rejects_unknown_field(client: typed.Client, namespace: str) -> None:
     """fieldValidation=Strict turns an unknown field into a BadRequest naming it."""
     obj = {**cm("strict"), "bogus": 1}

@@ -54,7 +54,7 @@ class APIHandler:
         )
     )
 
-    async def __call__(self, request: web.Request) -> web.StreamResponse:
+    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         info: requestinfo.RequestInfo = request["info"]
         if not info.is_resource:
             return await self.nonresource.serve(request, info)

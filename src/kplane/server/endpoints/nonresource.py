@@ -26,7 +26,7 @@ class NonResource:
     server_address: str = "127.0.0.1:6443"
     ready: Callable[[], bool] = lambda: True
 
-    async def serve(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+    async def serve(self, request: web.BaseRequest, info: RequestInfo) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         path = "/" + "/".join(info.parts)
@@ -56,7 +56,7 @@ class NonResource:
             headers["Vary"] = "Accept"
         return _cached(request, body, etag, headers)
 
-    def _openapi(self, request: web.Request, parts: tuple[str, ...]) -> web.StreamResponse:
+    def _openapi(self, request: web.BaseRequest, parts: tuple[str, ...]) -> web.StreamResponse:
         if parts == ("openapi", "v3"):
             body, etag = openapi.index_bytes_and_etag(self.catalog)
             return _cached(request, body, etag, {"Content-Type": "application/json"})
@@ -72,7 +72,7 @@ class NonResource:
         raise errors.resource_not_found()
 
 
-def _cached(request: web.Request, body: bytes, etag: str, headers: dict[str, str]) -> web.StreamResponse:
+def _cached(request: web.BaseRequest, body: bytes, etag: str, headers: dict[str, str]) -> web.StreamResponse:
     quoted = f'"{etag}"'
     headers.setdefault("Cache-Control", "public")
     headers["ETag"] = quoted

@@ -23,7 +23,7 @@ Object = dict[str, Any]
 
 @dataclass(slots=True)
 class Scope:
-    request: web.Request
+    request: web.BaseRequest
     info: RequestInfo
     record: ResourceRecord
     registry: Registry

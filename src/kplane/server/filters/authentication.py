@@ -1,34 +1,51 @@
 """Authentication: client certificate or bearer token -> ``request["user"]``.
 
-Anonymous requests reach only the public paths (version and health); anything else answers 401
+The client certificate is tried first, then the bearer token (upstream's order). Anonymous requests
+reach only the public paths (version and health); anything else answers 401
 Unauthorized. A request with a bearer token that does not authenticate is refused even on public
 paths, as upstream does. Requests arriving on the opt-in insecure (plain HTTP, loopback) port are
 trusted as the admin, like upstream's old insecure port.
+
+A TLS connection's client certificate cannot change, so the user it authenticates is remembered per
+connection (weakly, keyed by the connection's ``SSLObject``) and certificate parsing happens once.
 """
 
 from __future__ import annotations
+
+import weakref
+from typing import Any
 
 from aiohttp import web
 
 from kplane.api import errors
 from kplane.server.auth import authn
-from kplane.server.filters.types import Handler
+from kplane.server.filters.types import Filter, Handler
 
 INSECURE_USER = authn.UserInfo(name="kplane-admin", groups=("system:masters", authn.AUTHENTICATED_GROUP))
+_UNSET = object()
 
 
-def authentication(authenticator: authn.RequestAuthenticator) -> object:
-    @web.middleware
-    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+def authentication(authenticator: authn.RequestAuthenticator) -> Filter:
+    by_connection: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+    async def authenticate(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
         transport = request.transport
-        if transport is None or transport.get_extra_info("sslcontext") is None:
+        ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+        if ssl_object is None:
             request["user"] = INSECURE_USER
             return await handler(request)
-        peercert = transport.get_extra_info("peercert")
-        authorization = request.headers.get("Authorization")
-        user = authenticator.authenticate(peercert or None, authorization)
-        if user is None and (authorization or request.path not in authn.ANONYMOUS_PATHS):
-            raise errors.Unauthorized("Unauthorized")
+        user = by_connection.get(ssl_object, _UNSET)
+        if user is _UNSET:
+            user = authenticator.authenticate(ssl_object.getpeercert() or None, None)
+            by_connection[ssl_object] = user
+        if user is None:
+            authorization = request.headers.get("Authorization")
+            if authorization:
+                user = authenticator.authenticate(None, authorization)
+                if user is None:
+                    raise errors.Unauthorized("Unauthorized")
+            elif request.path not in authn.ANONYMOUS_PATHS:
+                raise errors.Unauthorized("Unauthorized")
         request["user"] = user
         return await handler(request)
 

@@ -25,8 +25,7 @@ _HTTP_TO_ERROR: dict[int, type[errors.APIError]] = {
 }
 
 
-@web.middleware
-async def recovery(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except errors.APIError as err:

@@ -8,7 +8,6 @@ from kplane.server.endpoints import requestinfo as parsing
 from kplane.server.filters.types import Handler
 
 
-@web.middleware
-async def request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def request_info(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
     request["info"] = parsing.parse(request.method, request.path, watch_param=request.query.get("watch"))
     return await handler(request)

@@ -5,6 +5,7 @@ Messages match upstream's apimachinery validation so users see familiar errors.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import uuid
@@ -61,8 +62,17 @@ def generate_name(prefix: str) -> str:
     return prefix[:MAX_GENERATE_PREFIX] + suffix
 
 
+_uid_pool = b""
+
+
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID string. Random bytes come from the OS 4 KiB at a time: one system
+    call per 256 UIDs instead of one per object."""
+    global _uid_pool
+    if len(_uid_pool) < 16:
+        _uid_pool = os.urandom(4096)
+    raw, _uid_pool = _uid_pool[:16], _uid_pool[16:]
+    return str(uuid.UUID(bytes=raw, version=4))
 
 
 def validate_name(path: str, name: str, rule: str) -> list[errors.FieldError]:

@@ -35,8 +35,17 @@ MAX_GENERATE_ATTEMPTS = 8
 _FINALIZER_MSG = "no new finalizers can be added if the object is being deleted, found new finalizers {}"
 
 
+_last_second: tuple[int, str] = (-1, "")
+
+
 def rfc3339(clock: Clock) -> str:
-    return clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The clock's time as RFC 3339 seconds (``2026-11-21T05:43:00Z``), formatted once per second."""
+    global _last_second
+    now = clock.now()
+    second = int(now.timestamp())
+    if second != _last_second[0]:
+        _last_second = (second, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _last_second[1]
 
 
 @dataclass(frozen=True, slots=True)
