@@ -24,7 +24,7 @@ async def get(scope: Scope) -> web.StreamResponse:
 
 async def create(scope: Scope) -> web.StreamResponse:
     body = await scope.body()
-    obj = negotiation.decode_object(body, scope.request.content_type)
+    obj = negotiation.decode_object(body, scope.request.headers.get("Content-Type"))
     check_type(scope.record, obj)
     meta = obj.get("metadata")
     if meta is None:
@@ -47,7 +47,7 @@ async def create(scope: Scope) -> web.StreamResponse:
 
 async def update(scope: Scope) -> web.StreamResponse:
     body = await scope.body()
-    obj = negotiation.decode_object(body, scope.request.content_type)
+    obj = negotiation.decode_object(body, scope.request.headers.get("Content-Type"))
     updated = await scope.registry.update(
         scope.record,
         scope.info.namespace,
@@ -143,7 +143,7 @@ async def delete_options(scope: Scope) -> DeleteOptions:
     raw: Object = {}
     body = await scope.body()
     if body.strip():
-        raw = negotiation.decode_object(body, scope.request.content_type or negotiation.JSON)
+        raw = negotiation.decode_object(body, scope.request.headers.get("Content-Type") or negotiation.JSON)
     q = scope.query
     grace = raw.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
     policy = raw.get("propagationPolicy", q.get("propagationPolicy"))

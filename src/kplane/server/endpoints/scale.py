@@ -75,7 +75,7 @@ async def write(scope: Scope) -> web.StreamResponse:
     spec = record.scale or ScaleSpec()
     body = await scope.body()
     if scope.request.method == "PUT":
-        new_scale = negotiation.decode_object(body, scope.request.content_type)
+        new_scale = negotiation.decode_object(body, scope.request.headers.get("Content-Type"))
 
         def scale_of(current: Object) -> Object:
             return new_scale

@@ -176,18 +176,26 @@ class Registry:
         generate = not meta.get("name") and bool(meta.get("generateName"))
         if generate:
             meta["name"] = objectmeta.generate_name(str(meta["generateName"]))
-        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+        for key in (
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+            "uid",
+            "creationTimestamp",
+        ):
             meta.pop(key, None)
+        opts = opts or WriteOptions()
+        await strat.prepare_for_create(record, obj, self.list_current)
+        # The schema step sees the object as requested (plus what the strategy set); fields the
+        # server stamps below are trusted and need no validation.
+        obj, schema_errs = self.schema.process(record, obj, None, opts)
+        meta = obj["metadata"]
         meta["uid"] = objectmeta.new_uid()
         meta["creationTimestamp"] = rfc3339(self.clock)
         if record.tracks_generation:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
-        opts = opts or WriteOptions()
-        await strat.prepare_for_create(record, obj, self.list_current)
-        obj, schema_errs = self.schema.process(record, obj, None, opts)
-        meta = obj["metadata"]
         errs = objectmeta.validate_metadata(meta, name_rule=strat.name_rule)
         if not errs:
             errs = schema_errs or strat.validate(record, obj, None)
