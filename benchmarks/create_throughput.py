@@ -2,8 +2,9 @@
 
     python benchmarks/create_throughput.py --kubeconfig PATH [--clients 16] [--duration 5] [--count N]
 
-Client model: each of the ``--clients`` asyncio tasks owns one keep-alive TLS connection (``--client
-raw``, the default: a minimal HTTP/1.1 client, see ``_rawhttp``; or ``--client aiohttp``) and sends its next create as soon as the previous one is answered, as 16 upstream
+Client model: each of the ``--clients`` asyncio tasks owns one keep-alive TLS connection
+(``--client raw``, the default: a minimal HTTP/1.1 client, see ``_rawhttp``; or ``--client
+aiohttp``) and sends its next create as soon as the previous one is answered, as 16 upstream
 clients (each with its own transport) would. Connections are opened and warmed before the clock
 starts. The load runs for ``--duration`` seconds or until ``--count`` objects exist, whichever comes
 first, in a fresh namespace (deleted afterwards unless ``--keep``). Then one client creates
