@@ -19,9 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from tests.e2e import helpers
 
 KUBECTL = shutil.which("kubectl")
-requires_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed: kubectl e2e tests skipped")
+requires_kubectl = pytest.mark.skipif(
+    KUBECTL is None, reason="kubectl is not installed: kubectl e2e tests skipped"
+)
 
 
 @dataclass
@@ -32,19 +38,47 @@ class Server:
     kubeconfig: Path
     log: Path
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True, env: dict[str, str] | None = None,
-                timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+        timeout: float = 30,
+    ) -> subprocess.CompletedProcess[str]:
         """Run the real kubectl against this server; raises with its output when ``check`` fails."""
         assert KUBECTL is not None
-        full_env = {**os.environ, "KUBECONFIG": str(self.kubeconfig),
-                    "KUBECACHEDIR": str(self.data_dir / "kubecache"), **(env or {})}
+        full_env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "KUBECACHEDIR": str(self.data_dir / "kubecache"),
+            **(env or {}),
+        }
         res = subprocess.run(
             [KUBECTL, f"--cache-dir={self.data_dir / 'kubecache'}", *args],
-            input=input, capture_output=True, text=True, env=full_env, timeout=timeout,
+            input=input,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
         )
         if check and res.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}"
+            )
         return res
+
+    def kubectl_popen(self, *args: str) -> subprocess.Popen[str]:
+        """Start kubectl in the background (``get -w``, ``delete --wait``, ``wait``); the caller ends it."""
+        assert KUBECTL is not None
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        return subprocess.Popen(
+            [KUBECTL, f"--cache-dir={self.data_dir / 'kubecache'}", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc.poll() is None:
@@ -62,9 +96,22 @@ def start_server(data_dir: Path, *extra: str, storage: str = "sqlite") -> Server
     log = data_dir / "server.log"
     out = open(log, "a")  # noqa: SIM115 - the process owns it for its lifetime
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kplane.cli.main", "serve", "--data-dir", str(data_dir), "--port", "0",
-         "--storage", storage, *extra],
-        stdout=subprocess.PIPE, stderr=out, text=True,
+        [
+            sys.executable,
+            "-m",
+            "kplane.cli.main",
+            "serve",
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            "0",
+            "--storage",
+            storage,
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=out,
+        text=True,
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 20
@@ -87,3 +134,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = start_server(tmp_path_factory.mktemp("kplane"))
     yield srv
     srv.stop()
+
+
+@pytest.fixture(scope="module")
+def api(server: Server) -> helpers.Kube:
+    """Raw HTTPS access to the module's server with its admin credentials."""
+    return helpers.Kube.from_kubeconfig(server.kubeconfig, server.data_dir / "e2e-pki")
+
+
+@pytest.fixture(scope="module")
+def k8s(server: Server) -> Iterator[k8s_client.ApiClient]:
+    """The official ``kubernetes`` client, configured from the server's admin kubeconfig."""
+    cl = k8s_config.new_client_from_config(config_file=str(server.kubeconfig))
+    yield cl
+    cl.close()

@@ -24,6 +24,7 @@ from kplane.server.auth import authn, certs, kubeconfig
 from kplane.server.endpoints import installer, nonresource
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
+from kplane.server.registry import bootstrap
 from kplane.server.registry.crds import CRDController
 from kplane.server.registry.namespaces import NamespaceLifecycle
 from kplane.server.registry.store import Registry
@@ -125,6 +126,10 @@ class APIServer:
             isock = _bind("127.0.0.1", cfg.insecure_port)
             await web.SockSite(self._runner, isock).start()
             self.insecure_url = f"http://127.0.0.1:{isock.getsockname()[1]}"
+        endpoint_host = cfg.host if cfg.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        await bootstrap.ensure_kubernetes_service(
+            self.registry, self.catalog, host=endpoint_host, port=self.port
+        )
         kubeconfig.write_admin_kubeconfig(self.pki, self.url, self.kubeconfig_path)
         self._ready = True
 

@@ -39,6 +39,7 @@ def list_options(scope: Scope) -> listing.ListOptions:
         continue_token=q.get("continue", ""),
         resource_version=q.get("resourceVersion"),
         resource_version_match=q.get("resourceVersionMatch", ""),
+        send_initial_events=scope.info.verb == "list" and "sendInitialEvents" in q,
     )
 
 

@@ -115,10 +115,16 @@ class ResponseForm:
     include_object: Literal["None", "Metadata", "Object"] = "Metadata"
 
 
+_SERVABLE = frozenset({JSON, "*/*", "application/*", PROTOBUF, YAML, "application/json-patch+json"})
+
+
 def response_form(accept: str | None, include_object: str | None) -> ResponseForm:
-    """A Table when the first acceptable media range that we can serve asks ``as=Table``."""
+    """A Table when the first acceptable media range that we can serve asks ``as=Table``; plain JSON
+    for anything else we can serve (protobuf and YAML askers also accept JSON); 406 when the
+    header names only media types we cannot produce."""
     if not accept:
         return ResponseForm()
+    servable = False
     for part in accept.split(","):
         fields = [f.strip() for f in part.split(";")]
         mt = fields[0].lower()
@@ -134,7 +140,13 @@ def response_form(accept: str | None, include_object: str | None) -> ResponseFor
                 return ResponseForm(True, inc)  # type: ignore[arg-type]
             continue
         if params.get("as"):
-            continue  # PartialObjectMetadata and friends: fall through to plain JSON
-        if mt in (JSON, "*/*", "application/*", PROTOBUF, YAML):
+            servable = servable or mt == JSON  # PartialObjectMetadata and friends: plain JSON
+            continue
+        if mt in _SERVABLE:
             return ResponseForm()
-    return ResponseForm()
+    if servable or not accept.strip():
+        return ResponseForm()
+    raise errors.NotAcceptable(
+        "only the following media types are accepted: application/json, application/yaml, "
+        "application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io"
+    )

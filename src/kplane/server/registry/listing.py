@@ -39,6 +39,7 @@ class ListOptions:
     continue_token: str = ""
     resource_version: str | None = None
     resource_version_match: str = ""
+    send_initial_events: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,17 +79,20 @@ def validate_list_options(
     """Upstream's ListOptions validation (422 Invalid with a cause per problem)."""
     errs: list[errors.FieldError] = []
     match = opts.resource_version_match
-    if match:
-        if watch and not send_initial_events:
+    if match and watch:
+        # A watch may name a match only with sendInitialEvents, and then only NotOlderThan; an
+        # empty resourceVersion there means "the state now" (client-go's WatchList request).
+        if not send_initial_events:
             errs.append(
                 errors.forbidden(
                     "resourceVersionMatch",
                     "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
                 )
             )
-        elif watch and match != "NotOlderThan":
+        elif match != "NotOlderThan":
             errs.append(errors.not_supported("resourceVersionMatch", match, ["NotOlderThan"]))
-        elif opts.resource_version is None or opts.resource_version == "":
+    elif match:
+        if opts.resource_version is None or opts.resource_version == "":
             errs.append(
                 errors.forbidden(
                     "resourceVersionMatch",
@@ -110,6 +114,8 @@ def validate_list_options(
                     'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
                 )
             )
+    if not watch and opts.send_initial_events:
+        errs.append(errors.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
     if watch and send_initial_events and not match:
         errs.append(
             errors.forbidden(

@@ -8,6 +8,7 @@ object it is given (it is the registry's private copy) and must not keep referen
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import random
 from collections.abc import Awaitable, Callable
@@ -235,6 +236,29 @@ class DeploymentStrategy(Strategy):
         )
 
 
+class SecretStrategy(Strategy):
+    """``stringData`` is write-only: merged into ``data`` (base64) and never stored."""
+
+    async def prepare_for_create(
+        self, record: ResourceRecord, obj: Object, list_current: ListCurrent
+    ) -> None:
+        _fold_string_data(obj)
+
+    def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
+        _fold_string_data(new)
+
+
+def _fold_string_data(obj: Object) -> None:
+    string_data = obj.pop("stringData", None)
+    if not isinstance(string_data, dict) or not string_data:
+        return
+    data = dict(obj.get("data") or {})
+    for key, value in string_data.items():
+        if isinstance(value, str):
+            data[key] = base64.b64encode(value.encode()).decode()
+    obj["data"] = data
+
+
 class PathNameStrategy(Strategy):
     """Kinds whose names are path segments (RBAC: ``system:controller:x``)."""
 
@@ -247,6 +271,7 @@ _BY_KIND: dict[tuple[str, str], Strategy] = {
     ("", "Pod"): PodStrategy(),
     ("", "Service"): ServiceStrategy(),
     ("", "Node"): NodeStrategy(),
+    ("", "Secret"): SecretStrategy(),
     ("apps", "Deployment"): DeploymentStrategy(),
     ("rbac.authorization.k8s.io", "Role"): PathNameStrategy(),
     ("rbac.authorization.k8s.io", "ClusterRole"): PathNameStrategy(),

@@ -1,0 +1,87 @@
+"""EventRecorder: Events on a real server, deduplication into count, aggregation and spam filtering."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kplane._util import clock as clock_mod
+from kplane.client import events as events_mod
+from tests.e2e import conftest as e2e
+from tests.unit.informers import _live
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default", "uid": "u-1"}}
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[e2e.Server]:
+    yield from _live.module_server(tmp_path_factory)
+
+
+async def test_identical_events_become_one_event_with_a_count(srv: e2e.Server) -> None:
+    """Three identical events are one core/v1 Event with count 3; a different reason is a new Event."""
+    async with _live.clients(srv) as dc:
+        rec = events_mod.EventRecorder(dc.resource(_live.EVENTS), events_mod.EventSource("test-ctl"))
+        for _ in range(3):
+            rec.event(POD, "Warning", "FailedSync", "could not sync")
+        rec.event(POD, "Normal", "Synced", "ok")
+        await rec.aclose()
+        listed, _ = await dc.resource(_live.EVENTS, "default").list_all()
+    by_reason = {e["reason"]: e for e in listed if e["involvedObject"].get("uid") == "u-1"}
+    assert by_reason["FailedSync"]["count"] == 3 and by_reason["Synced"]["count"] == 1
+    failed = by_reason["FailedSync"]
+    assert failed["type"] == "Warning" and failed["source"] == {"component": "test-ctl"}
+    assert failed["involvedObject"]["kind"] == "Pod" and failed["metadata"]["name"].startswith("web.")
+
+
+class FakeEvents:
+    """Records creates and patches instead of talking to a server."""
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+        self.patched: list[tuple[str, Any]] = []
+
+    async def create(self, obj: dict[str, Any], *, namespace: str | None = None) -> dict[str, Any]:
+        self.created.append(obj)
+        return obj
+
+    async def patch(
+        self, name: str, patch: Any, *, patch_type: str = "merge", namespace: str | None = None
+    ) -> Any:
+        self.patched.append((name, patch))
+        return {}
+
+
+async def test_similar_events_are_combined_after_ten() -> None:
+    """From the 10th distinct message with the same reason on, events fold into one combined Event."""
+    fake = FakeEvents()
+    rec = events_mod.EventRecorder(fake, events_mod.EventSource("c"), clock=clock_mod.FakeClock())
+    for i in range(12):
+        rec.event(POD, "Normal", "Scaled", f"scaled to {i}")
+    await rec.aclose()
+    assert len(fake.created) == 10
+    assert fake.created[-1]["message"] == events_mod.COMBINED_PREFIX + "scaled to 9"
+    assert [p[1]["count"] for p in fake.patched] == [2, 3]
+
+
+async def test_spam_filter_allows_a_burst_of_25_per_object() -> None:
+    """More than 25 events about one object in a burst are dropped; time refills the bucket."""
+    fake = FakeEvents()
+    clock = clock_mod.FakeClock()
+    rec = events_mod.EventRecorder(fake, events_mod.EventSource("c"), clock=clock)
+    for i in range(30):
+        rec.event(POD, "Normal", f"R{i}", "m")
+    await rec.flush()
+    assert len(fake.created) == 25
+    clock.step(300.0)
+    rec.event(POD, "Normal", "Later", "m")
+    await rec.aclose()
+    assert len(fake.created) == 26
+
+
+def test_object_reference_keeps_identity_fields() -> None:
+    """object_reference keeps identity fields only."""
+    ref = events_mod.object_reference(POD)
+    assert ref == {"kind": "Pod", "apiVersion": "v1", "namespace": "default", "name": "web", "uid": "u-1"}
