@@ -24,11 +24,12 @@ run: $(STAMP_RUN)
 	$(BIN)/kplane serve $(ARGS)
 
 lint: $(STAMP_DEV)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
+	$(BIN)/mypy --strict examples
 
 layers: $(STAMP_DEV)
 	$(BIN)/lint-imports

@@ -34,11 +34,15 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--token-file", type=Path, default=None, help='static token file: token,user,uid,"g1,g2"')
     p.add_argument(
-        "--history-window", type=int, default=10_000,
+        "--history-window",
+        type=int,
+        default=10_000,
         help="events kept for watch resume; older resourceVersions answer 410 Expired (default 10000)",
     )
     p.add_argument(
-        "--watch-bookmark-interval", type=float, default=60.0,
+        "--watch-bookmark-interval",
+        type=float,
+        default=60.0,
         help="seconds between BOOKMARK events on watches that allow them (default 60)",
     )
     p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
