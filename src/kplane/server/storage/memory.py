@@ -13,6 +13,7 @@ import builtins
 import collections
 import inspect
 import itertools
+from collections.abc import Callable
 
 import orjson
 
@@ -185,6 +186,11 @@ class MemoryStorage:
         self._broadcaster.end_all()
 
     # -- watch ---------------------------------------------------------------------------------
+
+    def listen(self, listener: fanout.Listener) -> Callable[[], None]:
+        """Call ``listener`` synchronously with every event, in revision order, before the write
+        that produced it returns (the cache's fast path). Returns the function that stops it."""
+        return self._broadcaster.listen(listener)
 
     def watch(self, prefix: str, from_revision: int) -> interface.Watch:
         self._check_open()

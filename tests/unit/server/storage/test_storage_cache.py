@@ -107,9 +107,15 @@ async def test_watch_older_than_window_is_expired() -> None:
         await c.close()
 
 
+class StreamOnlyMemory(memory.MemoryStorage):
+    """A backend without the synchronous ``listen`` hook: the cache must follow its watch stream."""
+
+    listen = None  # type: ignore[assignment]
+
+
 async def test_cache_resyncs_after_losing_backend_stream() -> None:
     """If its backend watch overflows, the cache fails its watchers and relists to catch up."""
-    backend = memory.MemoryStorage(watcher_capacity=2)
+    backend = StreamOnlyMemory(watcher_capacity=2)
     c = await _started(backend)
     try:
         w = c.watch(contract.PODS, 0)
@@ -121,6 +127,20 @@ async def test_cache_resyncs_after_losing_backend_stream() -> None:
         assert len((await c.list(contract.PODS)).items) == 10
         created = await c.create(contract.key("after"), contract.pod("after"))
         assert (await c.get(contract.key("after"))) is created
+    finally:
+        await c.close()
+
+
+async def test_listening_cache_is_current_when_a_backend_write_returns() -> None:
+    """With a listening backend, a write straight to the backend is in the cache when it returns,
+    and a burst far beyond any queue capacity cannot make the cache fall behind."""
+    backend = memory.MemoryStorage(watcher_capacity=2)
+    c = await _started(backend)
+    try:
+        for i in range(10):
+            stored = await backend.create(contract.key(f"p{i}"), contract.pod(f"p{i}"))
+            assert c.current_revision() == int(stored["metadata"]["resourceVersion"])
+        assert len((await c.list(contract.PODS)).items) == 10
     finally:
         await c.close()
 

@@ -27,6 +27,7 @@ import collections
 import heapq
 import itertools
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from kplane._util import clock as clock_
@@ -61,7 +62,8 @@ def _key_range(keys: list[str], prefix: str, start_after: str) -> tuple[int, int
 
 class KeyedStorage(interface.Storage, Protocol):
     """A ``Storage`` that can also list ``(key, object)`` pairs: what the cache needs to index a
-    snapshot (``ListResult`` items carry no keys)."""
+    snapshot (``ListResult`` items carry no keys). A backend that also has
+    ``listen(fn) -> unlisten`` (synchronous, in-order event delivery) gets the cache's fast path."""
 
     async def list_keyed(self, prefix: str) -> tuple[builtins.list[tuple[str, interface.Object]], int]:
         """Every live ``(key, object)`` under ``prefix`` in key order at the current revision, and
@@ -123,6 +125,8 @@ class CachedStorage:
         self._started = False
         self._following = False  # iterating the backend stream (not relisting)
         self._closed = False
+        self._unlisten: Callable[[], None] | None = None
+        self._pending: builtins.list[interface.Event] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -130,9 +134,33 @@ class CachedStorage:
         """Load every object from the backend and follow its changes. Idempotent."""
         if self._started:
             return
+        listen = getattr(self._backend, "listen", None)
+        if listen is not None:
+            await self._load_listening(listen)
+            self._started = True
+            return
         await self._load()
         self._started = True
         self._task = asyncio.get_running_loop().create_task(self._follow(), name="kplane-cacher")
+
+    async def _load_listening(self, listen: Callable[[fanout.Listener], Callable[[], None]]) -> None:
+        """Fast path for backends that can call us synchronously with each event: the cache is
+        updated inside the backend's delivery, before the write returns, so a write needs no second
+        wait and no queue hop. Events that arrive while the snapshot loads are held and applied
+        after it (those the snapshot already contains are skipped)."""
+        self._pending = []
+        self._unlisten = listen(self._on_event)
+        await self._load(watch=False)
+        pending, self._pending = self._pending, None
+        for event in pending:
+            if event.revision > self._rev:
+                self._apply(event)
+
+    def _on_event(self, event: interface.Event) -> None:
+        if self._pending is not None:
+            self._pending.append(event)
+        else:
+            self._apply(event)
 
     async def close(self) -> None:
         """Close the backend (its pending writes complete and their events are applied here),
@@ -142,6 +170,8 @@ class CachedStorage:
         self._closed = True
         try:
             await self._backend.close()
+            if self._unlisten is not None:
+                self._unlisten()
             if self._task is not None and self._following:
                 # The backend ended its stream after its last event: let the follower apply it all.
                 await self._task
@@ -316,8 +346,9 @@ class CachedStorage:
                 fut.exception()  # mark retrieved: a waiter that gave up must not log a warning
         self._waiters.clear()
 
-    async def _load(self) -> None:
-        """List the backend into fresh buckets and start watching it from the snapshot."""
+    async def _load(self, *, watch: bool = True) -> None:
+        """List the backend into fresh buckets and (unless ``watch`` is False) start watching it
+        from the snapshot."""
         pairs, revision = await self._backend.list_keyed(_ALL)
         buckets: dict[str, _Bucket] = {}
         for key, obj in pairs:
@@ -330,7 +361,8 @@ class CachedStorage:
         self._rev = revision
         self._oldest = revision
         self._events.clear()
-        self._source = self._backend.watch(_ALL, revision)
+        if watch:
+            self._source = self._backend.watch(_ALL, revision)
 
     def _apply(self, event: interface.Event) -> None:
         name = resource_prefix(event.key)

@@ -144,13 +144,30 @@ class QueueWatch:
                 self._waiter = None
 
 
-class Broadcaster:
-    """Delivers events to every open ``QueueWatch`` whose prefix matches the event's key."""
+Listener = Callable[[interface.Event], None]
 
-    __slots__ = ("_by_prefix",)
+
+class Broadcaster:
+    """Delivers events to every open ``QueueWatch`` whose prefix matches the event's key, and,
+    synchronously and first, to every listener (see ``listen``)."""
+
+    __slots__ = ("_by_prefix", "_listeners")
 
     def __init__(self) -> None:
         self._by_prefix: dict[str, set[QueueWatch]] = {}
+        self._listeners: list[Listener] = []
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event, in order, inside ``publish`` (so before the
+        write that caused it returns to its caller). Listeners must be quick and must not raise.
+        Returns the function that removes the listener."""
+        self._listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return remove
 
     def __len__(self) -> int:
         return sum(len(ws) for ws in self._by_prefix.values())
@@ -168,7 +185,10 @@ class Broadcaster:
                 del self._by_prefix[watch.prefix]
 
     def publish(self, event: interface.Event) -> None:
-        """Push ``event`` to every matching watcher. Never blocks, never raises."""
+        """Hand ``event`` to every listener, then push it to every matching watcher. Never blocks,
+        never raises."""
+        for listener in self._listeners:
+            listener(event)
         key = event.key
         for prefix, group in list(self._by_prefix.items()):
             if key.startswith(prefix):

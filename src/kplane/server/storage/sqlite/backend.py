@@ -76,6 +76,7 @@ class SQLiteStorage:
         self._pool_conn = schema.connect(path, create=False)
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kplane-sqlite-reader")
         self._broadcaster = fanout.Broadcaster()
+        self._outbox: builtins.list[writer.WriteOp] = []
         self._compactor: asyncio.Task[None] | None = None
         self._closed = False
         self._writer.start()
@@ -199,6 +200,7 @@ class SQLiteStorage:
                 await self._compactor
             except asyncio.CancelledError:
                 pass
+        self._flush()  # writes queued in this loop pass commit before the writer stops
         await asyncio.to_thread(self._writer.stop)
         self._broadcaster.end_all()
         self._pool.shutdown(wait=True)
@@ -206,6 +208,11 @@ class SQLiteStorage:
             conn.close()
 
     # -- watch ---------------------------------------------------------------------------------
+
+    def listen(self, listener: fanout.Listener) -> Callable[[], None]:
+        """Call ``listener`` synchronously with every event, in revision order, before the write
+        that produced it returns (the cache's fast path). Returns the function that stops it."""
+        return self._broadcaster.listen(listener)
 
     def watch(self, prefix: str, from_revision: int) -> interface.Watch:
         self._check_open()
@@ -263,10 +270,20 @@ class SQLiteStorage:
 
     async def _write(self, op: writer.WriteOp) -> int:
         """Queue ``op`` and wait for its outcome. A cancelled caller does not undo the write: it
-        still commits and its event is still published."""
+        still commits and its event is still published.
+
+        Writes made during one pass of the event loop go to the writer thread together (one queue
+        put, one wake-up of the thread) instead of one by one."""
         self._ensure_compactor()
-        self._writer.submit(op)
+        self._outbox.append(op)
+        if len(self._outbox) == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
         return await op.future
+
+    def _flush(self) -> None:
+        ops, self._outbox = self._outbox, []
+        if ops:
+            self._writer.submit(ops)
 
     def _deliver(self, outcomes: builtins.list[tuple[writer.WriteOp, writer.Outcome]]) -> None:
         """On the loop, after a commit: publish events in revision order, then wake the callers."""

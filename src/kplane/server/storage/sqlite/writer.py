@@ -16,6 +16,7 @@ update or delete whose ``expected_rev`` is no longer the key's latest revision c
 from __future__ import annotations
 
 import asyncio
+import functools
 import queue
 import sqlite3
 import threading
@@ -33,6 +34,14 @@ CONFLICT: Final = -1
 """Outcome of an update/delete whose ``expected_rev`` was overtaken by another write."""
 
 _MAX_BATCH = 2_000
+
+
+_ROWS_PER_STATEMENT = 128  # 6 parameters a row stays far below SQLite's parameter limit
+
+
+@functools.lru_cache(maxsize=_ROWS_PER_STATEMENT)
+def _insert_sql(n: int) -> str:
+    return "INSERT INTO log VALUES " + ",".join(["(?, ?, ?, ?, ?, ?)"] * n)
 
 
 @dataclass(slots=True, eq=False)
@@ -78,7 +87,9 @@ class Writer:
     compacted: int = 0
     commits: int = 0
     writes: int = 0
-    _queue: queue.SimpleQueue[WriteOp | CompactOp | None] = field(default_factory=queue.SimpleQueue)
+    _queue: queue.SimpleQueue[WriteOp | CompactOp | list[WriteOp] | None] = field(
+        default_factory=queue.SimpleQueue
+    )
     _latest: dict[str, _Latest] = field(default_factory=dict)
     _thread: threading.Thread | None = None
 
@@ -99,8 +110,9 @@ class Writer:
         self._thread = threading.Thread(target=self._run, name="kplane-sqlite-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, op: WriteOp | CompactOp) -> None:
-        """Queue ``op``; its future resolves after its transaction committed. Thread-safe."""
+    def submit(self, op: WriteOp | CompactOp | list[WriteOp]) -> None:
+        """Queue ``op`` (or several writes at once); each future resolves after its transaction
+        committed. Thread-safe."""
         self._queue.put(op)
 
     def stop(self) -> None:
@@ -135,6 +147,8 @@ class Writer:
                     stopping = True
                 elif isinstance(item, CompactOp):
                     compactions.append(item)
+                elif isinstance(item, list):
+                    batch.extend(item)
                 else:
                     batch.append(item)
                 if len(batch) >= _MAX_BATCH:
@@ -181,13 +195,7 @@ class Writer:
             outcomes.append((op, rev))
         if rows:
             try:
-                self.conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self.conn.executemany("INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)", rows)
-                    self.conn.execute("COMMIT")
-                except BaseException:
-                    self.conn.execute("ROLLBACK")
-                    raise
+                self._insert(rows)
             except sqlite3.Error as e:
                 error = interface.StorageError(f"write failed: {e}")
                 self._post([(op, error) for op in batch])
@@ -197,6 +205,28 @@ class Writer:
             self.commits += 1
             self.writes += len(rows)
         self._post(outcomes)
+
+    def _insert(self, rows: list[tuple[int, str, int, int, int, bytes]]) -> None:
+        """Append ``rows`` in one transaction.
+
+        A batch that fits in one statement is a single multi-row INSERT in autocommit mode: one
+        statement is one atomic transaction, and Python's sqlite3 releases and retakes the GIL
+        around every statement, so one statement instead of BEGIN + a row each + COMMIT spares the
+        event loop a GIL hand-off per row.
+        """
+        conn = self.conn
+        if len(rows) <= _ROWS_PER_STATEMENT:
+            conn.execute(_insert_sql(len(rows)), [v for row in rows for v in row])
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for i in range(0, len(rows), _ROWS_PER_STATEMENT):
+                chunk = rows[i : i + _ROWS_PER_STATEMENT]
+                conn.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def _compact(self, op: CompactOp) -> None:
         lo, hi = self.compacted, min(op.revision, self.revision)
