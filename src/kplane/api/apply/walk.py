@@ -56,6 +56,7 @@ def list_info(node: schema_node.SchemaNode | None) -> tuple[str, tuple[str, ...]
     return kind, keys, items
 
 
+@functools.lru_cache(maxsize=4096)
 def is_atomic_map(node: Schema) -> bool:
     return node is not None and node.map_type == ATOMIC
 

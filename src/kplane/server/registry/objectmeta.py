@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import uuid
 from typing import Any
 
 from kplane.api import errors
@@ -63,16 +62,21 @@ def generate_name(prefix: str) -> str:
 
 
 _uid_pool = b""
+_uid_next = 0
 
 
 def new_uid() -> str:
-    """A random (version 4) UUID string. Random bytes come from the OS 4 KiB at a time: one system
-    call per 256 UIDs instead of one per object."""
-    global _uid_pool
-    if len(_uid_pool) < 16:
-        _uid_pool = os.urandom(4096)
-    raw, _uid_pool = _uid_pool[:16], _uid_pool[16:]
-    return str(uuid.UUID(bytes=raw, version=4))
+    """A random (version 4, RFC 4122 variant) UUID string. Random bytes come from the OS 4 KiB at
+    a time: one system call per 256 UIDs instead of one per object."""
+    global _uid_pool, _uid_next
+    if _uid_next + 16 > len(_uid_pool):
+        _uid_pool, _uid_next = os.urandom(4096), 0
+    raw = bytearray(_uid_pool[_uid_next : _uid_next + 16])
+    _uid_next += 16
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def validate_name(path: str, name: str, rule: str) -> list[errors.FieldError]:
