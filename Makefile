@@ -12,12 +12,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# An editable install is not byte-compiled, and PYTHONDONTWRITEBYTECODE (set on some images) would
+# keep Python from caching it: compile once here so every start skips it.
 $(STAMP_RUN): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
+	$(BIN)/python -m compileall -q src
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/python -m compileall -q src
 	touch $@ $(STAMP_RUN)
 
 run: $(STAMP_RUN)

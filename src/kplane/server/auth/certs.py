@@ -21,6 +21,12 @@ Every file is written atomically (temporary file, then rename), and the steps ru
 exclusive lock on ``pki/.lock``, so two servers starting on one data directory do not interleave.
 A crash between writing a key and its certificate leaves a pair that does not match, which the next
 start detects and reissues.
+
+Reuse is the common case and must be cheap, so a full check (which needs ``cryptography``, tens of
+milliseconds to import) ends by writing ``pki/.state.json``: the SHA-256 of every PKI file, the host
+names the serving certificate covers and the earliest expiry. A later start whose files still have
+those digests, whose hosts are covered and which is not within 30 days of that expiry reuses the PKI
+without loading ``cryptography``; any other start takes the full path in ``_issuing``.
 """
 
 from __future__ import annotations
@@ -28,18 +34,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import hashlib
 import ipaddress
+import json
 import os
 import secrets
 import ssl
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-
-from cryptography import x509
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from typing import Any
 
 from kplane._util import clock as clock_mod
 
@@ -59,9 +62,6 @@ LEAF_VALIDITY = datetime.timedelta(days=365)
 RENEW_BEFORE = datetime.timedelta(days=30)
 # Certificates start a little in the past so a client whose clock lags ours still accepts them.
 _BACKDATE = datetime.timedelta(minutes=5)
-
-_SAN = x509.DNSName | x509.IPAddress
-_Key = ec.EllipticCurvePrivateKey
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,10 +130,11 @@ def ensure_pki(
 ) -> PKI:
     """Make sure ``data_dir`` holds a usable PKI for a server reachable as ``hosts``; return it.
 
-    Idempotent: a second call with the same arguments changes no file. ``hosts`` are IP addresses
-    (IP SANs; brackets around IPv6 are allowed) or DNS names (DNS SANs); unspecified addresses such
-    as ``0.0.0.0`` name no host and are ignored. ``data_dir`` and ``data_dir/pki`` are created if
-    needed and set to mode 0700; private keys and the token are written with mode 0600.
+    Idempotent: a second call with the same arguments changes no certificate, key or token.
+    ``hosts`` are IP addresses (IP SANs; brackets around IPv6 are allowed) or DNS names (DNS SANs);
+    unspecified addresses such as ``0.0.0.0`` name no host and are ignored. ``data_dir`` and
+    ``data_dir/pki`` are created if needed and set to mode 0700; private keys and the token are
+    written with mode 0600.
     """
     now = (clock or clock_mod.RealClock()).now()
     paths = PKI.at(data_dir)
@@ -142,141 +143,31 @@ def ensure_pki(
     pki_dir = paths.ca_cert_file.parent
     pki_dir.mkdir(mode=0o700, exist_ok=True)
     pki_dir.chmod(0o700)
-    generated: list[str] = []
+    wanted = normalize_hosts(hosts)
     with _locked(pki_dir / ".lock"):
-        ca = _load_pair(paths.ca_cert_file, paths.ca_key_file)
-        if ca is None or ca[0].not_valid_after_utc - now < RENEW_BEFORE:
-            ca = _issue_ca(now)
-            _write_pair(paths.ca_cert_file, paths.ca_key_file, ca)
-            generated.append("ca")
-        ca_cert = ca[0]
+        if _stamp_allows_reuse(paths, wanted, now):
+            return paths
+        from kplane.server.auth import _issuing  # cryptography: only to check in depth or issue
 
-        wanted = _sans(hosts) | _sans(KUBERNETES_NAMES)
-        serving = _load_pair(paths.serving_cert_file, paths.serving_key_file)
-        if serving is None or "ca" in generated or not _leaf_fit(serving[0], ca_cert, now, wanted):
-            keep = _cert_sans(serving[0]) if serving is not None else set()
-            serving = _issue_serving(ca, wanted | keep, now)
-            _write_pair(paths.serving_cert_file, paths.serving_key_file, serving)
-            generated.append("serving")
-
-        admin = _load_pair(paths.admin_cert_file, paths.admin_key_file)
-        if admin is None or "ca" in generated or not _leaf_fit(admin[0], ca_cert, now, set()):
-            admin = _issue_client(ca, ADMIN_USER, (ADMIN_GROUP,), now)
-            _write_pair(paths.admin_cert_file, paths.admin_key_file, admin)
-            generated.append("admin")
-
-        if not _read_text(paths.admin_token_file).strip():
-            write_atomic(paths.admin_token_file, secrets.token_urlsafe(32).encode() + b"\n", 0o600)
-            generated.append("token")
-    return dataclasses.replace(paths, generated=tuple(generated))
+        pki, covered, expires = _issuing.ensure(paths, hosts, now)
+        _write_stamp(pki, covered, expires)
+    return pki
 
 
 def issue_client_cert(
-    pki: PKI,
-    cn: str,
-    groups: Sequence[str] = (),
-    *,
-    clock: clock_mod.Clock | None = None,
+    pki: PKI, cn: str, groups: Sequence[str] = (), *, clock: clock_mod.Clock | None = None
 ) -> tuple[bytes, bytes]:
-    """Sign a client certificate for user ``cn`` in ``groups`` (one O each); return (cert, key) PEM.
+    """A client certificate for ``cn`` (user) in ``groups`` (O attributes), signed by ``pki``'s CA:
+    ``(cert_pem, key_pem)``. For tests and for handing out credentials to other users."""
+    from kplane.server.auth import _issuing
 
-    Nothing is written to disk. Meant for tests and for handing out credentials to extra users.
-    """
-    now = (clock or clock_mod.RealClock()).now()
-    ca = _load_pair(pki.ca_cert_file, pki.ca_key_file)
-    if ca is None:
-        raise FileNotFoundError(f"no usable CA in {pki.ca_cert_file.parent}")
-    cert, key = _issue_client(ca, cn, groups, now)
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+    return _issuing.issue_client_cert(pki, cn, groups, now=(clock or clock_mod.RealClock()).now())
 
 
-# -- issuing ------------------------------------------------------------------------------------
-
-
-def _new_key() -> _Key:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _builder(
-    subject: x509.Name, key: _Key, now: datetime.datetime, validity: datetime.timedelta
-) -> x509.CertificateBuilder:
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + validity)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-    )
-
-
-def _key_usage(*, ca: bool) -> x509.KeyUsage:
-    # ECDSA keys only sign (no key encipherment); a CA also signs certificates and CRLs.
-    return x509.KeyUsage(
-        digital_signature=True, content_commitment=False, key_encipherment=False,
-        data_encipherment=False, key_agreement=False, key_cert_sign=ca, crl_sign=ca,
-        encipher_only=False, decipher_only=False,
-    )  # fmt: skip
-
-
-def _issue_ca(now: datetime.datetime) -> tuple[x509.Certificate, _Key]:
-    key = _new_key()
-    # A timestamp in the name tells CAs of successive data directories apart, as upstream does.
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"kplane-ca@{int(now.timestamp())}")])
-    cert = (
-        _builder(name, key, now, CA_VALIDITY)
-        .issuer_name(name)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_key_usage(ca=True), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    return cert, key
-
-
-def _issue_leaf(
-    ca: tuple[x509.Certificate, _Key],
-    subject: x509.Name,
-    usage: x509.ObjectIdentifier,
-    sans: set[_SAN],
-    now: datetime.datetime,
-) -> tuple[x509.Certificate, _Key]:
-    ca_cert, ca_key = ca
-    key = _new_key()
-    aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
-    builder = (
-        _builder(subject, key, now, LEAF_VALIDITY)
-        .issuer_name(ca_cert.subject)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_key_usage(ca=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        .add_extension(aki, critical=False)
-    )
-    if sans:
-        builder = builder.add_extension(x509.SubjectAlternativeName(_sorted(sans)), critical=False)
-    return builder.sign(ca_key, hashes.SHA256()), key
-
-
-def _issue_serving(
-    ca: tuple[x509.Certificate, _Key], sans: set[_SAN], now: datetime.datetime
-) -> tuple[x509.Certificate, _Key]:
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
-    return _issue_leaf(ca, subject, ExtendedKeyUsageOID.SERVER_AUTH, sans, now)
-
-
-def _issue_client(
-    ca: tuple[x509.Certificate, _Key], cn: str, groups: Sequence[str], now: datetime.datetime
-) -> tuple[x509.Certificate, _Key]:
-    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
-    subject = x509.Name([*attrs, x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    return _issue_leaf(ca, subject, ExtendedKeyUsageOID.CLIENT_AUTH, set(), now)
-
-
-# -- checking -----------------------------------------------------------------------------------
-
-
-def _sans(hosts: Sequence[str]) -> set[_SAN]:
-    out: set[_SAN] = set()
+def normalize_hosts(hosts: Sequence[str]) -> set[str]:
+    """Host names as certificate SANs compare them: brackets stripped, DNS names lower-cased,
+    IP addresses in canonical form, unspecified addresses dropped."""
+    out: set[str] = set()
     for raw in hosts:
         host = raw.strip().strip("[]")
         if not host:
@@ -284,64 +175,58 @@ def _sans(hosts: Sequence[str]) -> set[_SAN]:
         try:
             ip = ipaddress.ip_address(host)
         except ValueError:
-            out.add(x509.DNSName(host.lower()))
+            out.add(host.lower())
             continue
         if not ip.is_unspecified:
-            out.add(x509.IPAddress(ip))
+            out.add(str(ip))
     return out
 
 
-def _cert_sans(cert: x509.Certificate) -> set[_SAN]:
+# -- the reuse stamp ----------------------------------------------------------------------------
+
+
+def _stamp_path(pki: PKI) -> Path:
+    return pki.ca_cert_file.parent / ".state.json"
+
+
+def _digests(pki: PKI) -> dict[str, str]:
+    out = {}
+    for f in (
+        pki.ca_cert_file,
+        pki.ca_key_file,
+        pki.serving_cert_file,
+        pki.serving_key_file,
+        pki.admin_cert_file,
+        pki.admin_key_file,
+        pki.admin_token_file,
+    ):
+        try:
+            out[f.name] = hashlib.sha256(f.read_bytes()).hexdigest()
+        except OSError:
+            out[f.name] = ""
+    return out
+
+
+def _stamp_allows_reuse(pki: PKI, wanted: set[str], now: datetime.datetime) -> bool:
     try:
-        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return set()
-    return {n for n in ext if isinstance(n, x509.DNSName | x509.IPAddress)}
-
-
-def _sorted(sans: set[_SAN]) -> list[x509.GeneralName]:
-    # A stable order makes reissued certificates easy to compare by eye.
-    return sorted(sans, key=lambda n: (isinstance(n, x509.DNSName), str(n.value)))
-
-
-def _leaf_fit(
-    cert: x509.Certificate, ca_cert: x509.Certificate, now: datetime.datetime, sans: set[_SAN]
-) -> bool:
-    """True when ``cert`` was signed by ``ca_cert``, is valid for 30 more days and names ``sans``."""
-    try:
-        cert.verify_directly_issued_by(ca_cert)
-    except (InvalidSignature, ValueError, TypeError):
+        stamp: Any = json.loads(_stamp_path(pki).read_text())
+        expires = datetime.datetime.fromisoformat(stamp["expires"])
+        covered = set(stamp["hosts"])
+        digests = stamp["digests"]
+    except (OSError, ValueError, KeyError, TypeError):
         return False
-    if cert.not_valid_before_utc > now or cert.not_valid_after_utc - now < RENEW_BEFORE:
+    if not wanted <= covered or expires - now < RENEW_BEFORE:
         return False
-    return sans <= _cert_sans(cert)
+    current = _digests(pki)
+    return all(current.values()) and current == digests and _read_text(pki.admin_token_file).strip() != ""
 
 
-def _load_pair(cert_file: Path, key_file: Path) -> tuple[x509.Certificate, _Key] | None:
-    """The certificate and key in these files, or None if either is missing, unreadable or they differ."""
-    try:
-        cert = x509.load_pem_x509_certificate(cert_file.read_bytes())
-        key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
-    except (OSError, ValueError, TypeError):
-        return None
-    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
-        return None
-    return cert, key
+def _write_stamp(pki: PKI, covered: set[str], expires: datetime.datetime) -> None:
+    stamp = {"digests": _digests(pki), "hosts": sorted(covered), "expires": expires.isoformat()}
+    write_atomic(_stamp_path(pki), json.dumps(stamp, indent=1).encode(), 0o600)
 
 
 # -- files --------------------------------------------------------------------------------------
-
-
-def _key_pem(key: _Key) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def _write_pair(cert_file: Path, key_file: Path, pair: tuple[x509.Certificate, _Key]) -> None:
-    cert, key = pair
-    write_atomic(key_file, _key_pem(key), 0o600)
-    write_atomic(cert_file, cert.public_bytes(serialization.Encoding.PEM), 0o644)
 
 
 def write_atomic(path: Path, data: bytes, mode: int) -> None:

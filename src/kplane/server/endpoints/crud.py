@@ -3,16 +3,21 @@ subresource (same verbs, writing only ``.status``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
 
-from kplane.api import apply as ssa
+from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.server.endpoints import negotiation, patching
 from kplane.server.endpoints.scope import Scope, json_response
 from kplane.server.registry.store import DeleteOptions, check_type, rfc3339
+
+if TYPE_CHECKING:
+    from kplane.api import apply as ssa
+else:
+    ssa = lazy_module("kplane.api.apply")  # loaded with the first write, not at start-up
 
 Object = dict[str, Any]
 

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
 
+from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
-from kplane.server.endpoints import negotiation, table
+from kplane.server.endpoints import negotiation
 from kplane.server.endpoints.crud import delete_options
 from kplane.server.endpoints.requestinfo import parse_bool
 from kplane.server.endpoints.scope import Scope, json_response
 from kplane.server.registry import listing, selection, watching
 from kplane.server.registry.store import to_version
+
+if TYPE_CHECKING:
+    from kplane.server.endpoints import table
+else:
+    table = lazy_module("kplane.server.endpoints.table")  # loaded with the first Table request
 
 Object = dict[str, Any]
 MIN_REQUEST_TIMEOUT = 1800.0

@@ -9,12 +9,18 @@ for one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 import yaml
 
-from kplane.api import errors, protobuf
+from kplane._util.lazy import lazy_module
+from kplane.api import errors
+
+if TYPE_CHECKING:
+    from kplane.api import protobuf
+else:
+    protobuf = lazy_module("kplane.api.protobuf")  # ~30 ms of tables, needed only for protobuf bodies
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 

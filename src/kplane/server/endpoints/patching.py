@@ -1,21 +1,25 @@
 """PATCH: turn a patch body into the registry ``Transform`` that applies it to the current object.
 
 JSON patch (RFC 6902), JSON merge patch (RFC 7386) and strategic merge patch (built-in kinds only;
-merge keys and strategies come from the kind's schema). Apply patches (server-side apply) create
-the object when it is absent; on an existing object the applied configuration is merged in the
-strategic way (full field ownership is the schema issue's work).
+merge keys and strategies come from the kind's schema). Apply patches (server-side apply) do not
+come here: ``crud`` hands them to the field manager, which merges with field ownership.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api import patch as patches
 from kplane.api.catalog import ResourceRecord
-from kplane.api.schema import builtin as builtin_schema
 from kplane.server.endpoints import negotiation
 from kplane.server.registry.store import Transform
+
+if TYPE_CHECKING:
+    from kplane.api import schema
+else:
+    schema = lazy_module("kplane.api.schema")
 
 Object = dict[str, Any]
 
@@ -39,7 +43,7 @@ def schema_node(record: ResourceRecord) -> Any:
     """The navigator over the kind's schema for strategic merge (None when unknown)."""
     if record.custom:
         return None
-    return builtin_schema.node_for_gvk(record.group, record.version, record.kind)
+    return schema.node_for_gvk(record.group, record.version, record.kind)
 
 
 def transform_for(record: ResourceRecord, content_type: str, patch: Any) -> Transform:
@@ -63,8 +67,8 @@ def transform_for(record: ResourceRecord, content_type: str, patch: Any) -> Tran
             return _as_object(patches.merge_patch(current, patch))
 
         return apply_merge
-    if content_type in (negotiation.STRATEGIC_PATCH, negotiation.APPLY_PATCH):
-        if content_type == negotiation.STRATEGIC_PATCH and record.custom:
+    if content_type == negotiation.STRATEGIC_PATCH:
+        if record.custom:
             raise unsupported(record)
         node = schema_node(record)
 

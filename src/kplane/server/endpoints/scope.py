@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
 
 from kplane._util.clock import Clock
-from kplane.api import apply as ssa
+from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
-from kplane.server.endpoints import negotiation, table
+from kplane.server.endpoints import negotiation
 from kplane.server.endpoints.requestinfo import RequestInfo
 from kplane.server.registry.fieldschema import WriteOptions
 from kplane.server.registry.store import Registry
+
+if TYPE_CHECKING:
+    from kplane.server.endpoints import table
+else:
+    table = lazy_module("kplane.server.endpoints.table")  # loaded with the first Table request
+
+if TYPE_CHECKING:
+    from kplane.api import apply as ssa
+else:
+    ssa = lazy_module("kplane.api.apply")  # loaded with the first write, not at start-up
 
 Object = dict[str, Any]
 

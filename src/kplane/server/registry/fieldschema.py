@@ -10,11 +10,18 @@ fields are pruned before storage in every mode.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from kplane.api import apply as ssa
-from kplane.api import errors, schema
+from kplane._util.lazy import lazy_module
+from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
+
+if TYPE_CHECKING:
+    from kplane.api import apply as ssa
+    from kplane.api import schema
+else:
+    ssa = lazy_module("kplane.api.apply")  # loaded with the first write, not at start-up
+    schema = lazy_module("kplane.api.schema")
 
 Object = dict[str, Any]
 FieldValidation = Literal["Strict", "Warn", "Ignore"]

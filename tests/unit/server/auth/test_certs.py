@@ -4,6 +4,8 @@ import datetime
 import ipaddress
 import ssl
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -221,3 +223,23 @@ def test_expiring_ca_reissues_everything_but_the_token(tmp_path: Path) -> None:
     later = certs.ensure_pki(tmp_path, clock=_later(3640))
     assert later.generated == ("ca", "serving", "admin")
     assert later.ca_pem() != old_ca and later.admin_token() == token
+
+
+def test_reuse_start_does_not_load_cryptography(tmp_path: Path) -> None:
+    """A start on an intact PKI is decided by its stamp, without importing cryptography."""
+    certs.ensure_pki(tmp_path)
+    code = (
+        "import sys; from pathlib import Path; from kplane.server.auth import certs; "
+        f"p = certs.ensure_pki(Path({str(tmp_path)!r})); "
+        "print(p.generated, 'cryptography' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "() False"
+
+
+def test_changed_file_defeats_the_stamp(tmp_path: Path) -> None:
+    """A PKI file changed behind the stamp's back takes the full check, which repairs it."""
+    pki = certs.ensure_pki(tmp_path)
+    pki.serving_key_file.write_bytes(b"not a key")
+    again = certs.ensure_pki(tmp_path)
+    assert again.generated == ("serving",)
