@@ -29,6 +29,13 @@ def _get(server: Server, *args: str) -> dict[str, Any]:
     return out
 
 
+def _create(server: Server, *args: str) -> str:
+    """``kubectl create ...`` that must send a protobuf body; returns kubectl's one-line answer."""
+    res = server.kubectl("create", *args, "-v=8")
+    assert "Content-Type: application/vnd.kubernetes.protobuf" in res.stderr, res.stderr[-2000:]
+    return res.stdout.strip()
+
+
 def _dep_path(ns: str, name: str = "") -> str:
     base = f"/apis/apps/v1/namespaces/{ns}/deployments"
     return f"{base}/{name}" if name else base
@@ -46,12 +53,11 @@ def _write(path: Path, doc: dict[str, Any]) -> str:
 def test_create_namespace_configmap_secret(server: Server) -> None:
     """kubectl create namespace/configmap/secret store the literal data (secret data base64-encoded)."""
     ns = unique("kc")
-    assert server.kubectl("create", "namespace", ns).stdout.strip() == f"namespace/{ns} created"
+    assert _create(server, "namespace", ns) == f"namespace/{ns} created"
     assert _get(server, "namespace", ns)["status"]["phase"] == "Active"
-    server.kubectl("create", "configmap", "y", "--from-literal=a=b", "-n", ns)
+    assert _create(server, "configmap", "y", "--from-literal=a=b", "-n", ns) == "configmap/y created"
     assert _get(server, "configmap", "y", "-n", ns)["data"] == {"a": "b"}
-    out = server.kubectl("create", "secret", "generic", "s", "--from-literal=k=v", "-n", ns).stdout
-    assert out.strip() == "secret/s created"
+    assert _create(server, "secret", "generic", "s", "--from-literal=k=v", "-n", ns) == "secret/s created"
     secret = _get(server, "secret", "s", "-n", ns)
     assert secret["data"] == {"k": "dg=="}
     assert secret["type"] == "Opaque"
@@ -60,8 +66,7 @@ def test_create_namespace_configmap_secret(server: Server) -> None:
 @requires_kubectl
 def test_create_deployment_defaults(server: Server, ns: str) -> None:
     """kubectl create deployment stores replicas 1, RollingUpdate 25%/25% and container defaults."""
-    out = server.kubectl("create", "deployment", "d", "--image=nginx", "-n", ns).stdout
-    assert out.strip() == "deployment.apps/d created"
+    assert _create(server, "deployment", "d", "--image=nginx", "-n", ns) == "deployment.apps/d created"
     spec = _get(server, "deployment", "d", "-n", ns)["spec"]
     assert spec["replicas"] == 1
     assert spec["selector"] == {"matchLabels": {"app": "d"}}
@@ -83,14 +88,14 @@ def test_create_deployment_defaults(server: Server, ns: str) -> None:
 @requires_kubectl
 def test_create_serviceaccount_role_rolebinding(server: Server, ns: str) -> None:
     """kubectl create serviceaccount/role/rolebinding store the rules, roleRef and subjects given."""
-    assert server.kubectl("create", "serviceaccount", "sa", "-n", ns).stdout.strip() == (
-        "serviceaccount/sa created"
-    )
+    assert _create(server, "serviceaccount", "sa", "-n", ns) == "serviceaccount/sa created"
     assert _get(server, "serviceaccount", "sa", "-n", ns)["metadata"]["name"] == "sa"
-    server.kubectl("create", "role", "r", "--verb=get", "--resource=pods", "-n", ns)
+    out = _create(server, "role", "r", "--verb=get", "--resource=pods", "-n", ns)
+    assert out == "role.rbac.authorization.k8s.io/r created"
     role = _get(server, "role", "r", "-n", ns)
     assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
-    server.kubectl("create", "rolebinding", "rb", "--role=r", "--user=u", "-n", ns)
+    out = _create(server, "rolebinding", "rb", "--role=r", "--user=u", "-n", ns)
+    assert out == "rolebinding.rbac.authorization.k8s.io/rb created"
     rb = _get(server, "rolebinding", "rb", "-n", ns)
     assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"}
     assert rb["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "u"}]
@@ -99,16 +104,15 @@ def test_create_serviceaccount_role_rolebinding(server: Server, ns: str) -> None
 @requires_kubectl
 def test_create_job_and_cronjob(server: Server, ns: str) -> None:
     """kubectl create job/cronjob store batch/v1 objects with the upstream defaults filled."""
-    assert server.kubectl("create", "job", "j", "--image=busybox", "-n", ns).stdout.strip() == (
-        "job.batch/j created"
-    )
+    assert _create(server, "job", "j", "--image=busybox", "-n", ns) == "job.batch/j created"
     job = _get(server, "job", "j", "-n", ns)
     assert job["apiVersion"] == "batch/v1"
     assert job["spec"]["backoffLimit"] == 6 and job["spec"]["completions"] == 1
     assert job["spec"]["parallelism"] == 1 and job["spec"]["completionMode"] == "NonIndexed"
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "busybox"
-    server.kubectl("create", "cronjob", "cj", "--image=busybox", "--schedule=*/5 * * * *", "-n", ns)
+    out = _create(server, "cronjob", "cj", "--image=busybox", "--schedule=*/5 * * * *", "-n", ns)
+    assert out == "cronjob.batch/cj created"
     cj = _get(server, "cronjob", "cj", "-n", ns)
     assert cj["spec"]["schedule"] == "*/5 * * * *"
     assert cj["spec"]["concurrencyPolicy"] == "Allow" and cj["spec"]["suspend"] is False
@@ -121,12 +125,13 @@ def test_create_job_and_cronjob(server: Server, ns: str) -> None:
 def test_create_priorityclass_and_quota(server: Server, ns: str) -> None:
     """kubectl create priorityclass/quota store the value, preemption default and hard limits."""
     pc = unique("pc")
-    server.kubectl("create", "priorityclass", pc, "--value=1000", "--description=e2e")
+    out = _create(server, "priorityclass", pc, "--value=1000", "--description=e2e")
+    assert out == f"priorityclass.scheduling.k8s.io/{pc} created"
     obj = _get(server, "priorityclass", pc)
     assert obj["value"] == 1000 and obj["description"] == "e2e"
     assert obj["preemptionPolicy"] == "PreemptLowerPriority"
-    out = server.kubectl("create", "quota", "q", "--hard=pods=10,requests.cpu=2", "-n", ns).stdout
-    assert out.strip() == "resourcequota/q created"
+    out = _create(server, "quota", "q", "--hard=pods=10,requests.cpu=2", "-n", ns)
+    assert out == "resourcequota/q created"
     assert _get(server, "quota", "q", "-n", ns)["spec"]["hard"] == {"pods": "10", "requests.cpu": "2"}
 
 

@@ -16,7 +16,16 @@ from kplane._util.clock import Clock
 from kplane.api import errors
 from kplane.api.catalog import Catalog, ResourceRecord
 from kplane.server import storage
-from kplane.server.endpoints import crud, listwatch, negotiation, nonresource, requestinfo, scale
+from kplane.server.endpoints import (
+    crud,
+    listwatch,
+    logs,
+    negotiation,
+    nonresource,
+    podactions,
+    requestinfo,
+    scale,
+)
 from kplane.server.endpoints.scope import Scope
 from kplane.server.registry.store import Registry
 
@@ -35,6 +44,9 @@ _MAIN: dict[str, Handler] = {
 _STATUS: dict[str, Handler] = {"get": crud.get, "update": crud.update, "patch": crud.patch}
 _SCALE: dict[str, Handler] = {"get": scale.get, "update": scale.write, "patch": scale.write}
 _FINALIZE: dict[str, Handler] = {"update": crud.update}
+_LOG: dict[str, Handler] = {"get": logs.get}
+_BINDING: dict[str, Handler] = {"create": podactions.bind}
+_EVICTION: dict[str, Handler] = {"create": podactions.evict}
 _NEEDS_NAME = frozenset({"get", "update", "patch", "delete"})
 
 
@@ -100,6 +112,12 @@ class APIHandler:
             table = _SCALE
         elif sub == "finalize" and record.plural == "namespaces" and not record.group:
             table = _FINALIZE
+        elif sub == "log" and record.plural == "pods" and not record.group:
+            table = _LOG
+        elif sub == "binding" and record.plural == "pods" and not record.group:
+            table = _BINDING
+        elif sub == "eviction" and record.plural == "pods" and not record.group:
+            table = _EVICTION
         else:
             raise errors.resource_not_found()
         handler = table.get(verb)
