@@ -75,7 +75,7 @@ async def list_(scope: Scope) -> web.StreamResponse:
         "kind": scope.record.list_kind,
         "apiVersion": scope.record.api_version,
         "metadata": meta,
-        "items": page.items,
+        "items": items,
     }
     return web.Response(body=orjson.dumps(body), headers={"Content-Type": "application/json"})
 
