@@ -63,6 +63,9 @@ class RawConnection:
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.ssl = ssl_context if parts.scheme == "https" else None
+        # A User-Agent as every real client sends: the server derives the field manager from it,
+        # so creates pay for managedFields bookkeeping as they would from kubectl or client-go.
+        headers = {"User-Agent": "kplane-bench/1.0", **headers}
         extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         self.head_suffix = f"Host: {self.host}:{self.port}\r\n{extra}".encode()
         self.proto: _Protocol | None = None

@@ -5,7 +5,9 @@
 This process opens ``--watchers`` watches on the ConfigMaps of a fresh namespace. A second process
 (so that neither side's event loop delays the other's timestamps) then creates ``--objects``
 ConfigMaps one at a time, each sent a random 5-10 ms after the previous one was answered, and
-records when it sent each. Both sides read ``time.monotonic()``, which on Linux is one clock for the
+records when it sent each (``--client raw``, the default, sends pre-built bytes on one keep-alive
+connection, see ``_rawhttp``, so the send time is not inflated by client-side request building).
+Both sides read ``time.monotonic()``, which on Linux is one clock for the
 whole machine. The latency of an event is its arrival on a watch (the line read, before decoding)
 minus the send time of its create; every watcher's events count. The namespace is deleted at the
 end.
@@ -24,6 +26,7 @@ import uuid
 from typing import Any
 
 import _client
+import _rawhttp
 import aiohttp
 import orjson
 
@@ -34,12 +37,38 @@ BODY = (
 
 
 async def _create(
-    kubeconfig: str, context: str | None, auth: str, url: str, objects: int, gap: tuple[float, float]
+    kubeconfig: str,
+    context: str | None,
+    auth: str,
+    url: str,
+    objects: int,
+    gap: tuple[float, float],
+    client_kind: str = "raw",
 ) -> dict[str, Any]:
     target = _client.load_kubeconfig(kubeconfig, context=context, auth=auth)
     sent: dict[str, float] = {}
     answered: list[float] = []
     rng = random.Random(1)
+    if client_kind == "raw":
+        conn = _rawhttp.RawConnection(target.server, target.ssl_context, target.headers)
+        await conn.connect()
+        path = url[len(target.server) :]
+        try:
+            for i in range(3):  # warm the connection
+                await conn.request(conn.build("POST", path, BODY % f"warm-{i}".encode()))
+            for i in range(objects):
+                name = f"w-{i:05d}"
+                raw = conn.build("POST", path, BODY % name.encode())
+                await asyncio.sleep(rng.uniform(*gap))
+                t = time.monotonic()
+                status, reply = await conn.request(raw)
+                answered.append(time.monotonic() - t)
+                if status != 201:
+                    raise _client.HTTPError("POST", url, status, reply)
+                sent[name] = t
+        finally:
+            conn.close()
+        return {"sent": sent, "answered": answered}
     async with _client.session(target) as http:
         for i in range(3):  # warm the connection
             await _client.request(http, "POST", url, body=BODY % f"warm-{i}".encode())
@@ -117,7 +146,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         gap = (args.gap_ms[0] / 1000, args.gap_ms[1] / 1000)
         creator = ctx.Process(
             target=_creator_process,
-            args=((args.kubeconfig, args.context, args.auth, url, args.objects, gap), send),
+            args=((args.kubeconfig, args.context, args.auth, url, args.objects, gap, args.client), send),
         )
         creator.start()
         loop = asyncio.get_running_loop()
@@ -162,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--objects", type=int, default=500)
     parser.add_argument("--gap-ms", type=float, nargs=2, default=[5.0, 10.0], metavar=("MIN", "MAX"))
     parser.add_argument("--watchers", type=int, default=1)
+    parser.add_argument("--client", choices=("raw", "aiohttp"), default="raw", help="how the creator sends")
     args = parser.parse_args(argv)
     print(json.dumps(_client.run(_run(args))), flush=True)
     return 0

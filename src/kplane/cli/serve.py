@@ -46,6 +46,11 @@ def add_parser(sub: Any) -> None:
         default=60.0,
         help="seconds between BOOKMARK events on watches that allow them (default 60)",
     )
+    p.add_argument(
+        "--no-schema-validation",
+        action="store_true",
+        help="skip schema pruning, defaulting and validation (only to measure their cost)",
+    )
     p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
     p.set_defaults(func=run)
 
@@ -88,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         token_file=args.token_file,
         history_window=args.history_window,
         watch_bookmark_interval=args.watch_bookmark_interval,
+        schema_validation=not args.no_schema_validation,
     )
     try:
         import uvloop

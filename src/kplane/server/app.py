@@ -46,6 +46,7 @@ class ServerConfig:
     watch_bookmark_interval: float = 60.0
     history_window: int = 10_000
     kubeconfig_path: Path | None = None
+    schema_validation: bool = True  # False only to measure what validation costs
     clock: Clock = field(default_factory=RealClock)
 
 
@@ -75,6 +76,14 @@ class APIServer:
         cfg = self.config
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(cfg.data_dir, 0o700)
+        hosts = list(certs.DEFAULT_HOSTS)
+        if cfg.host not in hosts and cfg.host not in ("0.0.0.0", "::"):
+            hosts.append(cfg.host)
+        # The PKI (on a first start: importing cryptography, generating keys, fsyncing files) is
+        # prepared in a thread while storage opens and the cache loads.
+        pki_ready = asyncio.ensure_future(
+            asyncio.to_thread(certs.ensure_pki, cfg.data_dir, hosts=hosts, clock=cfg.clock)
+        )
         backend: Any
         if cfg.storage == "memory":
             from kplane.server.storage.memory import MemoryStorage
@@ -87,15 +96,13 @@ class APIServer:
         self.storage = CachedStorage(backend, window=cfg.history_window, clock=cfg.clock)
         await self.storage.start()
         self.registry = Registry(self.storage, cfg.clock)
+        self.registry.schema.enabled = cfg.schema_validation
         self._namespaces = NamespaceLifecycle(self.registry, self.catalog, cfg.clock)
         await self._namespaces.bootstrap()
         self._crds = CRDController(self.registry, self.catalog, cfg.clock)
         await self._crds.start()
 
-        hosts = list(certs.DEFAULT_HOSTS)
-        if cfg.host not in hosts and cfg.host not in ("0.0.0.0", "::"):
-            hosts.append(cfg.host)
-        self.pki = certs.ensure_pki(cfg.data_dir, hosts=hosts, clock=cfg.clock)
+        self.pki = await pki_ready
         authenticator = authn.Authenticator.from_pki(self.pki, token_file=cfg.token_file)
 
         nonres = nonresource.NonResource(self.catalog, ready=self.ready)
@@ -109,7 +116,9 @@ class APIServer:
         )
         # aiohttp's low-level server: routing is ours (RequestInfo + catalog), so the Application
         # router and middleware machinery would only add per-request cost.
-        server = web.Server(chain.build(authenticator, handler), request_factory=_request_factory)
+        server = web.Server(
+            chain.build(authenticator, handler), request_factory=_request_factory, access_log=None
+        )
         self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
 

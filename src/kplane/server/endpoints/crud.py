@@ -46,20 +46,24 @@ async def create(scope: Scope) -> web.StreamResponse:
             f"the name of the object ({meta.get('name')}) does not match the name on the URL "
             f"({scope.info.name})"
         )
-    created = await scope.registry.create(scope.record, ns, obj, scope.write_options())
+    opts = scope.write_options()
+    scope.check_duplicates(body, opts)
+    created = await scope.registry.create(scope.record, ns, obj, opts)
     return scope.respond(created, 201)
 
 
 async def update(scope: Scope) -> web.StreamResponse:
     body = await scope.body()
     obj = negotiation.decode_object(body, scope.request.headers.get("Content-Type"))
+    opts = scope.write_options()
+    scope.check_duplicates(body, opts)
     updated = await scope.registry.update(
         scope.record,
         scope.info.namespace,
         scope.info.name,
         lambda current: obj,
         subresource=scope.info.subresource,
-        opts=scope.write_options(),
+        opts=opts,
     )
     return scope.respond(updated)
 
@@ -73,13 +77,15 @@ async def patch(scope: Scope) -> web.StreamResponse:
     if mt == negotiation.APPLY_PATCH:
         return await _apply(scope, value)
     transform = patching.transform_for(scope.record, mt, value)
+    opts = scope.write_options()
+    scope.check_duplicates(body, opts)
     updated = await scope.registry.update(
         scope.record,
         scope.info.namespace,
         scope.info.name,
         transform,
         subresource=scope.info.subresource,
-        opts=scope.write_options(),
+        opts=opts,
     )
     return scope.respond(updated)
 

@@ -8,6 +8,7 @@ for one.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -64,6 +65,29 @@ def decode_object(body: bytes, content_type: str | None) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise errors.BadRequest("the request body must be a JSON or YAML object")
     return value
+
+
+def duplicate_fields(body: bytes, content_type: str | None) -> list[str]:
+    """Fields that appear twice in one JSON object of ``body`` (``duplicate field "name"``), for
+    ``fieldValidation`` Strict/Warn. orjson keeps the last value silently, so the body is parsed once
+    more with the standard library, which can see every key of every object."""
+    if media_type(content_type) not in ("", JSON, "*/*", "text/plain", MERGE_PATCH, STRATEGIC_PATCH):
+        return []
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                found.append(f'duplicate field "{key}"')
+            seen.add(key)
+        return dict(items)
+
+    try:
+        json.loads(body, object_pairs_hook=pairs)
+    except ValueError:
+        return []
+    return found
 
 
 def decode_patch(body: bytes, mt: str) -> Any:

@@ -92,6 +92,21 @@ class Scope:
             )
         return hdrs
 
+    def check_duplicates(self, body: bytes, opts: WriteOptions) -> None:
+        """Duplicate JSON fields: 400 under fieldValidation=Strict, a Warning under Warn."""
+        if opts.field_validation == "Ignore" or b'"' not in body:
+            return
+        dups = negotiation.duplicate_fields(body, self.request.headers.get("Content-Type"))
+        if not dups:
+            return
+        if opts.field_validation == "Strict":
+            kind, version = self.record.kind, self.record.version
+            raise errors.BadRequest(
+                f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
+                + ", ".join(dups)
+            )
+        opts.warnings.extend(dups)
+
     async def body(self) -> bytes:
         try:
             return await self.request.read()

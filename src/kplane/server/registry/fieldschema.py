@@ -41,7 +41,9 @@ class WriteOptions:
 class SchemaStep:
     """Compiled schemas and schema navigators per record, cached."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._created: dict[tuple[Any, ...], tuple[object, list[Object]]] = {}
         self._custom: dict[int, tuple[object, schema.CompiledSchema | None, schema.SchemaNode | None]] = {}
 
     def _custom_entry(
@@ -74,6 +76,8 @@ class SchemaStep:
         self, record: ResourceRecord, obj: Object, old: Object | None, opts: WriteOptions
     ) -> tuple[Object, list[errors.FieldError]]:
         """(pruned and defaulted object, field errors). Raises 400 for unknown fields under Strict."""
+        if not self.enabled:
+            return obj, []
         compiled = self.compiled(record)
         if compiled is None:
             return obj, []
@@ -99,7 +103,12 @@ class SchemaStep:
         """``new`` with managedFields updated for an ordinary (non-apply) write."""
         if not opts.manage_fields or not opts.field_manager:
             return new
-        return ssa.update_managed_fields(
+        memo_key = _create_memo_key(record, old, new, opts.field_manager, subresource)
+        if memo_key is not None:
+            hit = self._created.get(memo_key)
+            if hit is not None and hit[0] is record.schema:  # the very schema it was computed with
+                return _with_entries(new, [{**e, "time": now} for e in hit[1]])
+        result = ssa.update_managed_fields(
             old,
             new,
             manager=opts.field_manager,
@@ -108,3 +117,50 @@ class SchemaStep:
             now=now,
             subresource=subresource,
         )
+        if memo_key is not None:
+            if len(self._created) >= _CREATE_MEMO_SIZE:
+                self._created.clear()
+            self._created[memo_key] = (
+                record.schema,
+                (result.get("metadata") or {}).get("managedFields") or [],
+            )
+        return result
+
+
+# The field set a create records depends only on the object's shape (which keys hold what kind of
+# value), not on the values, as long as the object has no lists (list entries are identified by
+# their key fields' values). Creates of such objects (ConfigMaps, Secrets, Leases, Namespaces...)
+# reuse the entry computed for the first object of the same shape and only stamp the time; the
+# stored fieldsV1 structure is shared, which is safe because stored objects are read-only.
+_CREATE_MEMO_SIZE = 512
+
+
+class _HasList(Exception):
+    pass
+
+
+def _shape(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple((k, _shape(v)) for k, v in value.items())
+    if isinstance(value, list):
+        raise _HasList
+    return value is None
+
+
+def _create_memo_key(
+    record: ResourceRecord, old: Object | None, new: Object, manager: str, subresource: str
+) -> tuple[Any, ...] | None:
+    meta = new.get("metadata")
+    if old is not None or subresource or not isinstance(meta, dict) or "managedFields" in meta:
+        return None
+    try:
+        shape = _shape(new)
+    except _HasList:
+        return None
+    return (record.group, record.version, record.kind, id(record.schema), manager, shape)
+
+
+def _with_entries(obj: Object, entries: list[Object]) -> Object:
+    meta = dict(obj["metadata"])
+    meta["managedFields"] = entries
+    return {**obj, "metadata": meta}

@@ -278,10 +278,11 @@ class Registry:
         strat = self.strategy_for(record)
 
         wopts = opts or WriteOptions()
+        kept_warnings = len(wopts.warnings)  # from before this update (e.g. duplicate fields)
 
         async def step(stored: Object) -> Object:
             current = to_version(record, stored)
-            del wopts.warnings[:]
+            del wopts.warnings[kept_warnings:]  # a retried attempt reports its own warnings only
             new = self._prepare_update(record, strat, namespace, name, transform, current, subresource)
             new, schema_errs = self.schema.process(record, new, current, wopts)
             errs = objectmeta.validate_metadata(new["metadata"], name_rule=strat.name_rule)

@@ -1,0 +1,84 @@
+"""The schema step's field management: the create memo gives exactly what the SSA engine gives."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kplane.api import apply as ssa
+from kplane.api.builtin import builtin_catalog
+from kplane.server.registry.fieldschema import SchemaStep, WriteOptions
+
+CATALOG = builtin_catalog()
+
+
+def _engine(step: SchemaStep, group: str, plural: str, obj: dict[str, Any], now: str) -> dict[str, Any]:
+    record = CATALOG.lookup(group, "v1", plural)
+    assert record is not None
+    return ssa.update_managed_fields(
+        None, obj, manager="m", api_version=record.api_version, schema=step.node(record), now=now
+    )
+
+
+OBJECTS = {
+    "configmap": (
+        "",
+        "configmaps",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "a", "labels": {"x": "1"}},
+            "data": {"k": "v"},
+        },
+    ),
+    "secret-null": (
+        "",
+        "secrets",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s"},
+            "data": {"k": "dg=="},
+            "type": None,
+        },
+    ),
+    "with-list": (
+        "apps",
+        "deployments",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(OBJECTS), ids=list(OBJECTS))
+def test_create_memo_matches_the_engine(case: str) -> None:
+    """Creating objects of one shape twice: both results equal the engine's, each with its own time."""
+    group, plural, obj = OBJECTS[case]
+    record = CATALOG.lookup(group, "v1", plural)
+    assert record is not None
+    step = SchemaStep()
+    opts = WriteOptions(field_manager="m")
+    for now in ("2026-01-01T00:00:00Z", "2026-01-01T00:00:07Z"):
+        other = copy.deepcopy(obj)
+        other["metadata"]["name"] += now[-3:-1]
+        got = step.managed(record, None, other, opts, now)
+        assert got == _engine(step, group, plural, other, now)
+
+
+def test_memo_not_used_for_updates_or_other_managers() -> None:
+    """An update, or another manager, is computed by the engine, not served from the create memo."""
+    record = CATALOG.lookup("", "v1", "configmaps")
+    assert record is not None
+    step = SchemaStep()
+    obj = OBJECTS["configmap"][2]
+    first = step.managed(record, None, obj, WriteOptions(field_manager="m"), "2026-01-01T00:00:00Z")
+    other = step.managed(record, None, obj, WriteOptions(field_manager="n"), "2026-01-01T00:00:00Z")
+    assert first["metadata"]["managedFields"][0]["manager"] == "m"
+    assert other["metadata"]["managedFields"][0]["manager"] == "n"
