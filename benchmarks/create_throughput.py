@@ -27,6 +27,7 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import _client
@@ -46,6 +47,51 @@ def _proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+Send = Callable[[bytes], Awaitable[int]]
+
+
+async def _senders(
+    target: _client.Target, namespace: str, clients: int, client_kind: str
+) -> tuple[list[Send], Callable[[], Awaitable[None]]]:
+    """One ``send(body) -> status`` per client, each on its own connection, and a closer."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    if client_kind == "raw":
+        conns = [
+            _rawhttp.RawConnection(target.server, target.ssl_context, target.headers) for _ in range(clients)
+        ]
+        await asyncio.gather(*(c.connect() for c in conns))
+
+        def raw_sender(conn: _rawhttp.RawConnection) -> Send:
+            async def send(body: bytes) -> int:
+                status, _ = await conn.request(conn.build("POST", path, body))
+                return status
+
+            return send
+
+        async def close_raw() -> None:
+            for c in conns:
+                c.close()
+
+        return [raw_sender(c) for c in conns], close_raw
+    # A parsed URL and header mapping built once: aiohttp would otherwise parse them per request.
+    url = yarl.URL(target.server + path)
+    headers = {"Content-Type": "application/json"}
+    sessions = [_client.session(target) for _ in range(clients)]
+
+    def aiohttp_sender(http: Any) -> Send:
+        async def send(body: bytes) -> int:
+            async with http.post(url, data=body, headers=headers) as resp:
+                await resp.read()
+                return int(resp.status)
+
+        return send
+
+    async def close_sessions() -> None:
+        await asyncio.gather(*(s.close() for s in sessions))
+
+    return [aiohttp_sender(h) for h in sessions], close_sessions
+
+
 async def _load(
     kubeconfig: str,
     context: str | None,
@@ -61,23 +107,13 @@ async def _load(
 ) -> dict[str, Any]:
     """Run ``clients`` creating tasks from wall time ``start_at`` (shared by all processes)."""
     target = _client.load_kubeconfig(kubeconfig, context=context, auth=auth)
-    if client_kind == "raw":
-        return await _load_raw(target, namespace, prefix, clients, duration, count, start_at, server_pid)
-    # A parsed URL and header mapping built once: aiohttp would otherwise parse them per request.
-    url = yarl.URL(f"{target.server}/api/v1/namespaces/{namespace}/configmaps")
-    headers = {"Content-Type": "application/json"}
-    sessions = [_client.session(target) for _ in range(clients)]
+    senders, close = await _senders(target, namespace, clients, client_kind)
     latencies: list[float] = []
     errors: dict[str, int] = {}
     done = 0
     try:
-        # Open and warm every connection (TLS handshake, first-request costs) before timing.
-        await asyncio.gather(
-            *(
-                _client.request(s, "POST", url, body=BODY % f"{prefix}-warm-{i}".encode())
-                for i, s in enumerate(sessions)
-            )
-        )
+        # Warm every connection (TLS handshake, first-request costs) before timing.
+        await asyncio.gather(*(send(BODY % f"{prefix}-warm-{i}".encode()) for i, send in enumerate(senders)))
         await asyncio.sleep(max(0.0, start_at - time.time()))
         t0 = time.perf_counter()
         deadline = t0 + duration
@@ -85,7 +121,7 @@ async def _load(
         machine0 = _client.machine_cpu()
         server0 = _proc_cpu_s(server_pid) if server_pid else 0.0
 
-        async def client(c: int, http: Any) -> None:
+        async def client(c: int, send: Send) -> None:
             nonlocal done
             n = 0
             perf = time.perf_counter
@@ -93,89 +129,21 @@ async def _load(
                 now = perf()
                 if now >= deadline or (count and done >= count):
                     return
-                body = BODY % f"{prefix}-{c}-{n}".encode()
+                status = await send(BODY % f"{prefix}-{c}-{n}".encode())
                 n += 1
-                async with http.post(url, data=body, headers=headers) as resp:
-                    await resp.read()
-                    status = resp.status
                 latencies.append(perf() - now)
                 if status == 201:
                     done += 1
                 else:
                     errors[str(status)] = errors.get(str(status), 0) + 1
 
-        await asyncio.gather(*(client(c, s) for c, s in enumerate(sessions)))
+        await asyncio.gather(*(client(c, send) for c, send in enumerate(senders)))
         elapsed = time.perf_counter() - t0
         cpu = time.process_time() - cpu0
         machine = _client.busy_share(machine0, _client.machine_cpu())
         server = _proc_cpu_s(server_pid) - server0 if server_pid else None
     finally:
-        await asyncio.gather(*(s.close() for s in sessions))
-    return {
-        "done": done,
-        "elapsed": elapsed,
-        "latencies": latencies,
-        "errors": errors,
-        "cpu": cpu,
-        "machine": machine,
-        "server": server,
-    }
-
-
-async def _load_raw(
-    target: _client.Target,
-    namespace: str,
-    prefix: str,
-    clients: int,
-    duration: float,
-    count: int,
-    start_at: float,
-    server_pid: int | None,
-) -> dict[str, Any]:
-    """The same load as ``_load`` through ``_rawhttp`` connections (one per client)."""
-    path = f"/api/v1/namespaces/{namespace}/configmaps"
-    conns = [
-        _rawhttp.RawConnection(target.server, target.ssl_context, target.headers) for _ in range(clients)
-    ]
-    await asyncio.gather(*(c.connect() for c in conns))
-    latencies: list[float] = []
-    errors: dict[str, int] = {}
-    done = 0
-    try:
-        for i, c in enumerate(conns):
-            await c.request(c.build("POST", path, BODY % f"{prefix}-warm-{i}".encode()))
-        await asyncio.sleep(max(0.0, start_at - time.time()))
-        t0 = time.perf_counter()
-        deadline = t0 + duration
-        cpu0 = time.process_time()
-        machine0 = _client.machine_cpu()
-        server0 = _proc_cpu_s(server_pid) if server_pid else 0.0
-
-        async def client(ci: int, conn: _rawhttp.RawConnection) -> None:
-            nonlocal done
-            n = 0
-            perf = time.perf_counter
-            while True:
-                now = perf()
-                if now >= deadline or (count and done >= count):
-                    return
-                raw = conn.build("POST", path, BODY % f"{prefix}-{ci}-{n}".encode())
-                n += 1
-                status, _ = await conn.request(raw)
-                latencies.append(perf() - now)
-                if status == 201:
-                    done += 1
-                else:
-                    errors[str(status)] = errors.get(str(status), 0) + 1
-
-        await asyncio.gather(*(client(ci, c) for ci, c in enumerate(conns)))
-        elapsed = time.perf_counter() - t0
-        cpu = time.process_time() - cpu0
-        machine = _client.busy_share(machine0, _client.machine_cpu())
-        server = _proc_cpu_s(server_pid) - server0 if server_pid else None
-    finally:
-        for c in conns:
-            c.close()
+        await close()
     return {
         "done": done,
         "elapsed": elapsed,

@@ -28,6 +28,7 @@ tools match on them. ``TerminalError`` is a marker mixin for failures a controll
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -71,10 +72,21 @@ def _go_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return go_quote(value)
     if value is None:
         return "null"
     return str(value)
+
+
+def go_quote(value: str) -> str:
+    """A string as Go's ``%q`` prints it (for the characters Kubernetes names and values use)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def go_strings(items: Sequence[str]) -> str:
+    """A string list as Go's ``%#v`` prints a ``[]string``: ``[]string{"a", "b"}``, or
+    ``[]string(nil)`` when empty."""
+    return "[]string{" + ", ".join(go_quote(i) for i in items) + "}" if items else "[]string(nil)"
 
 
 @dataclass(frozen=True, slots=True)

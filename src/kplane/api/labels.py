@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from kplane.api import errors
 
 Check = Callable[[Mapping[str, str]], bool]
 
@@ -123,14 +125,6 @@ def label_value_errors(value: str) -> list[str]:
     return errs
 
 
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _go_strings(values: Sequence[str]) -> str:
-    return "[]string{" + ", ".join(_quote(v) for v in values) + "}" if values else "[]string(nil)"
-
-
 def _invalid(path: str, shown: str, detail: str) -> str:
     """Upstream's ``field.Invalid`` text; ``shown`` is the value already rendered Go-style."""
     return f"{path}: Invalid value: {shown}: {detail}"
@@ -158,7 +152,7 @@ class Requirement:
         errs: list[str] = []
         key_errs = qualified_name_errors(key)
         if key_errs:
-            errs.append(_invalid("key", _quote(key), "; ".join(key_errs)))
+            errs.append(_invalid("key", errors.go_quote(key), "; ".join(key_errs)))
         count_problem = None
         match operator:
             case Operator.IN | Operator.NOT_IN if not vals:
@@ -170,17 +164,17 @@ class Requirement:
             case Operator.GREATER_THAN | Operator.LESS_THAN if len(vals) != 1:
                 count_problem = "for 'Gt', 'Lt' operators, exactly one value is required"
         if count_problem:
-            errs.append(_invalid("values", _go_strings(vals), count_problem))
+            errs.append(_invalid("values", errors.go_strings(vals), count_problem))
         if operator in (Operator.GREATER_THAN, Operator.LESS_THAN):
             for i, v in enumerate(vals):
                 if _parse_int(v) is None:
                     detail = "for 'Gt', 'Lt' operators, the value must be an integer"
-                    errs.append(_invalid(f"values[{i}]", _quote(v), detail))
+                    errs.append(_invalid(f"values[{i}]", errors.go_quote(v), detail))
         if operator not in (Operator.GREATER_THAN, Operator.LESS_THAN):
             for i, v in enumerate(vals):
                 value_errs = label_value_errors(v)
                 if value_errs:
-                    errs.append(_invalid(f"values[{i}][{key}]", _quote(v), "; ".join(value_errs)))
+                    errs.append(_invalid(f"values[{i}][{key}]", errors.go_quote(v), "; ".join(value_errs)))
         if errs:
             raise ValueError(_aggregate(errs))
         return cls(key, operator, tuple(sorted(set(vals))))

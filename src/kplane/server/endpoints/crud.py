@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from aiohttp import web
 
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.server.endpoints import negotiation, patching
 from kplane.server.endpoints.scope import Scope, json_response
-from kplane.server.registry.store import DeleteOptions, check_type, rfc3339
+from kplane.server.registry.objects import check_type, rfc3339
+from kplane.server.registry.store import DeleteOptions
 
 if TYPE_CHECKING:
     from kplane.api import apply as ssa
@@ -200,7 +200,3 @@ async def delete(scope: Scope) -> web.StreamResponse:
     return json_response(
         {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
     )
-
-
-def encode(obj: Any) -> bytes:
-    return orjson.dumps(obj)

@@ -17,7 +17,7 @@ from kplane.server.endpoints.crud import delete_options
 from kplane.server.endpoints.requestinfo import parse_bool
 from kplane.server.endpoints.scope import Scope, json_response
 from kplane.server.registry import listing, selection, watching
-from kplane.server.registry.store import to_version
+from kplane.server.registry.objects import to_version
 
 if TYPE_CHECKING:
     from kplane.server.endpoints import table

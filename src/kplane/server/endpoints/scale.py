@@ -18,6 +18,17 @@ from kplane.server.endpoints.scope import Scope, json_response
 
 Object = dict[str, Any]
 
+# What a patch to /scale is applied to: an autoscaling/v1 Scale (strategic merge needs its schema).
+_SCALE_RECORD = ResourceRecord(
+    group="autoscaling",
+    version="v1",
+    plural="scales",
+    singular="scale",
+    kind="Scale",
+    list_kind="ScaleList",
+    scope="Namespaced",
+)
+
 
 def _get_path(obj: Object, path: str) -> Any:
     cur: Any = obj
@@ -85,16 +96,7 @@ async def write(scope: Scope) -> web.StreamResponse:
         if mt not in (negotiation.JSON_PATCH, negotiation.MERGE_PATCH, negotiation.STRATEGIC_PATCH):
             raise patching.unsupported(record)
         value = negotiation.decode_patch(body, mt)
-        scale_record = ResourceRecord(
-            group="autoscaling",
-            version="v1",
-            plural="scales",
-            singular="scale",
-            kind="Scale",
-            list_kind="ScaleList",
-            scope="Namespaced",
-        )
-        apply = patching.transform_for(scale_record, mt, value)
+        apply = patching.transform_for(_SCALE_RECORD, mt, value)
 
         def scale_of(current: Object) -> Object:
             return apply(to_scale(record, current))

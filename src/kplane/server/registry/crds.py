@@ -22,7 +22,8 @@ from kplane.api.catalog import Catalog, PrinterColumn, ResourceRecord, ScaleSpec
 from kplane.api.gvk import GroupResource
 from kplane.server import storage
 from kplane.server.registry import strategy
-from kplane.server.registry.store import DeleteOptions, Registry, rfc3339
+from kplane.server.registry.objects import rfc3339
+from kplane.server.registry.store import DeleteOptions, Registry
 
 log = logging.getLogger("kplane.server.crds")
 Object = dict[str, Any]

@@ -18,7 +18,7 @@ from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
 from kplane.server.registry import selection
-from kplane.server.registry.store import storage_error
+from kplane.server.registry.objects import storage_error
 
 Object = dict[str, Any]
 

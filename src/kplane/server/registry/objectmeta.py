@@ -11,12 +11,11 @@ import secrets
 from typing import Any
 
 from kplane.api import errors
+from kplane.api import labels as labels_mod
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 _SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
@@ -32,16 +31,6 @@ _DNS1035_MSG = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
     "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
-_QUALIFIED_MSG = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
-    "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
-    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
 
 NAME_RULES = {
@@ -93,22 +82,8 @@ def validate_name(path: str, name: str, rule: str) -> list[errors.FieldError]:
 
 
 def validate_qualified_name(path: str, key: str) -> list[errors.FieldError]:
-    """A label or annotation key: ``[prefix/]name`` with a DNS-subdomain prefix."""
-    prefix, sep, name = key.rpartition("/")
-    out: list[errors.FieldError] = []
-    if sep:
-        if not prefix:
-            out.append(errors.invalid(path, key, "prefix part must be non-empty"))
-        elif len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            out.append(errors.invalid(path, key, "prefix part " + _SUBDOMAIN_MSG))
-    if not name:
-        out.append(errors.invalid(path, key, "name part must be non-empty"))
-    else:
-        if len(name) > 63:
-            out.append(errors.invalid(path, key, "name part must be no more than 63 characters"))
-        if not _QUALIFIED_NAME.match(name):
-            out.append(errors.invalid(path, key, _QUALIFIED_MSG))
-    return out
+    """A label or annotation key: ``[prefix/]name`` with a DNS-subdomain prefix (``labels``' rules)."""
+    return [errors.invalid(path, key, why) for why in labels_mod.qualified_name_errors(key)]
 
 
 def validate_metadata(meta: dict[str, Any], *, name_rule: str) -> list[errors.FieldError]:
@@ -128,10 +103,10 @@ def validate_metadata(meta: dict[str, Any], *, name_rule: str) -> list[errors.Fi
                 errs.extend(validate_qualified_name("metadata.labels", k))
                 if not isinstance(v, str):
                     errs.append(errors.invalid(f"metadata.labels[{k}]", v, "must be a string"))
-                elif len(v) > 63:
-                    errs.append(errors.invalid("metadata.labels", v, "must be no more than 63 characters"))
-                elif not _LABEL_VALUE.match(v):
-                    errs.append(errors.invalid("metadata.labels", v, _LABEL_VALUE_MSG))
+                else:
+                    errs.extend(
+                        errors.invalid("metadata.labels", v, why) for why in labels_mod.label_value_errors(v)
+                    )
     annotations = meta.get("annotations")
     if annotations is not None:
         if not isinstance(annotations, dict):

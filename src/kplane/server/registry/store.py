@@ -23,6 +23,7 @@ from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
 from kplane.server.registry import objectmeta, strategy
 from kplane.server.registry.fieldschema import SchemaStep, WriteOptions
+from kplane.server.registry.objects import check_type, rfc3339, storage_error, to_storage, to_version
 
 Object = dict[str, Any]
 Transform = Callable[[Object], Object]
@@ -33,19 +34,6 @@ subresource. Returns field errors (empty when valid); may raise an APIError to r
 
 MAX_GENERATE_ATTEMPTS = 8
 _FINALIZER_MSG = "no new finalizers can be added if the object is being deleted, found new finalizers {}"
-
-
-_last_second: tuple[int, str] = (-1, "")
-
-
-def rfc3339(clock: Clock) -> str:
-    """The clock's time as RFC 3339 seconds (``2026-11-21T05:43:00Z``), formatted once per second."""
-    global _last_second
-    now = clock.now()
-    second = int(now.timestamp())
-    if second != _last_second[0]:
-        _last_second = (second, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return _last_second[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,54 +62,8 @@ class _DryRun(Exception):
         self.obj = obj
 
 
-def storage_error(record: ResourceRecord, name: str, err: storage.StorageError) -> errors.APIError:
-    """Map a storage failure to the API error users see."""
-    gr = record.group_resource
-    if isinstance(err, storage.KeyNotFound):
-        return errors.not_found(gr, name)
-    if isinstance(err, storage.KeyExists):
-        return errors.already_exists(gr, name)
-    if isinstance(err, storage.PreconditionFailed):
-        if err.what == "uid":
-            why = (
-                f"Precondition failed: UID in precondition: {err.expected}, UID in object meta: {err.actual}"
-            )
-        else:
-            why = (
-                f"Precondition failed: ResourceVersion in precondition: {err.expected}, "
-                f"ResourceVersion in object meta: {err.actual}"
-            )
-        return errors.conflict(gr, name, why)
-    if isinstance(err, storage.Expired):
-        return errors.Gone(str(err))
-    if isinstance(err, storage.TooLargeRevision):
-        return errors.Timeout(
-            str(err),
-            details={
-                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]
-            },
-            retry_after=1,
-        )
-    return errors.InternalError(f"Internal error occurred: {err}")
-
-
 AfterWrite = Callable[[ResourceRecord, Object, bool], None]
 """Called after a successful (non-dry-run) write with the stored object and whether it was deleted."""
-
-
-def to_version(record: ResourceRecord, obj: Object) -> Object:
-    """``obj`` as served at ``record``'s version (custom resources convert with strategy None: only
-    ``apiVersion`` changes). Returns ``obj`` itself when nothing changes, else a shallow copy."""
-    if not record.custom or obj.get("apiVersion") == record.api_version:
-        return obj
-    return {**obj, "apiVersion": record.api_version}
-
-
-def to_storage(record: ResourceRecord, obj: Object) -> Object:
-    """``obj`` as persisted: custom resources are stored at their storage version (in place)."""
-    if record.custom and record.storage_version and record.storage_version != record.version:
-        obj["apiVersion"] = f"{record.group}/{record.storage_version}"
-    return obj
 
 
 class Registry:
@@ -301,7 +243,7 @@ class Registry:
             if (
                 meta.get("deletionTimestamp")
                 and not meta.get("finalizers")
-                and _spec_finalizers_done(record, new)
+                and not _has_spec_finalizers(record, new)
             ):
                 raise _DeleteNow(new)
             if wopts.dry_run:
@@ -411,7 +353,11 @@ class Registry:
                     record.kind,
                     record.group,
                     name,
-                    [errors.forbidden("metadata.finalizers", _FINALIZER_MSG.format(_go_strings(added)))],
+                    [
+                        errors.forbidden(
+                            "metadata.finalizers", _FINALIZER_MSG.format(errors.go_strings(added))
+                        )
+                    ],
                 )
         if record.tracks_generation and strat.spec_changed(record, new, current):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
@@ -500,27 +446,3 @@ def _has_spec_finalizers(record: ResourceRecord, obj: Object) -> bool:
 
 def _spec_finalizers_done(record: ResourceRecord, obj: Object) -> bool:
     return not _has_spec_finalizers(record, obj)
-
-
-def _go_strings(items: list[str]) -> str:
-    return "[]string{" + ", ".join(f'"{i}"' for i in items) + "}"
-
-
-def check_type(record: ResourceRecord, obj: Object) -> None:
-    """Fill a missing kind/apiVersion from the URL; refuse ones that name another type (400)."""
-    api_version = obj.get("apiVersion")
-    kind = obj.get("kind")
-    if api_version in (None, ""):
-        obj["apiVersion"] = record.api_version
-    elif api_version != record.api_version:
-        raise errors.BadRequest(
-            f"the API version in the data ({api_version}) does not match the expected API version "
-            f"({record.api_version})"
-        )
-    if kind in (None, ""):
-        obj["kind"] = record.kind
-    elif kind != record.kind:
-        raise errors.BadRequest(
-            f'{record.kind} in version "{record.version}" cannot be handled as a {record.kind}: '
-            f"the kind in the data ({kind}) does not match the expected kind ({record.kind})"
-        )

@@ -22,7 +22,7 @@ from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
 from kplane.server.registry import selection
 from kplane.server.registry.listing import ListOptions, validate_list_options, wait_for_revision
-from kplane.server.registry.store import storage_error
+from kplane.server.registry.objects import storage_error
 
 Object = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"

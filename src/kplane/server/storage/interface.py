@@ -191,3 +191,11 @@ def set_resource_version(obj: Object, revision: int) -> Object:
         meta = obj["metadata"] = {}
     meta["resourceVersion"] = str(revision)
     return obj
+
+
+def stamped_copy(obj: Object, revision: int) -> Object:
+    """A shallow copy of ``obj`` with its own ``metadata`` carrying ``revision`` as resourceVersion
+    (for a deletion's last state, so the shared earlier state is not mutated)."""
+    out = dict(obj)
+    out["metadata"] = {**(obj.get("metadata") or {}), "resourceVersion": str(revision)}
+    return out

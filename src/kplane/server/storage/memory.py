@@ -30,16 +30,6 @@ def deep_copy(obj: interface.Object) -> interface.Object:
     return copied
 
 
-def stamped_copy(obj: interface.Object, revision: int) -> interface.Object:
-    """A shallow copy of ``obj`` with its own ``metadata`` carrying ``revision`` as resourceVersion.
-
-    Used for the last state returned by a delete, so that the shared, earlier state is not mutated.
-    """
-    out = dict(obj)
-    out["metadata"] = {**(obj.get("metadata") or {}), "resourceVersion": str(revision)}
-    return out
-
-
 class MemoryStorage:
     """``Storage`` held in memory. Safe to use from one event loop (no locks; no thread safety)."""
 
@@ -171,7 +161,7 @@ class MemoryStorage:
         if preconditions is not None:
             preconditions.check(key, current)
         rev = self._rev + 1
-        last = stamped_copy(current, rev)
+        last = interface.stamped_copy(current, rev)
         self._commit(key, rev, None, interface.Event(interface.DELETED, key, last, rev, current))
         return last
 

@@ -35,12 +35,6 @@ _T = TypeVar("_T")
 _COMPACT_CHUNK = 10_000
 
 
-def _stamped_copy(obj: interface.Object, revision: int) -> interface.Object:
-    out = dict(obj)
-    out["metadata"] = {**(obj.get("metadata") or {}), "resourceVersion": str(revision)}
-    return out
-
-
 class SQLiteStorage:
     """``Storage`` in one SQLite file (see the module docstring).
 
@@ -305,7 +299,7 @@ class SQLiteStorage:
                     publish(interface.Event(interface.MODIFIED, op.key, op.obj, outcome, op.prev))
                 else:
                     assert op.prev is not None
-                    op.obj = _stamped_copy(op.prev, outcome)
+                    op.obj = interface.stamped_copy(op.prev, outcome)
                     publish(interface.Event(interface.DELETED, op.key, op.obj, outcome, op.prev))
             if not op.future.done():
                 op.future.set_result(outcome)
