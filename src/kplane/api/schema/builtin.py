@@ -70,3 +70,16 @@ def node_for_gvk(group: str, version: str, kind: str) -> node.SchemaNode | None:
     """A cached root ``SchemaNode`` for a built-in kind, or None when the kind is not built in."""
     name = definition_name_for_gvk(group, version, kind)
     return node_for_definition(name) if name is not None else None
+
+
+def enums(name: str) -> Mapping[str, tuple[str, tuple[str, ...]]]:
+    """Upstream's OpenAPI enums of one definition's properties: property -> (where the enum applies:
+    ``"scalar"``, ``"items"`` or ``"additionalProperties"``; the values, sorted). Empty when none.
+
+    The ``kubernetes-validate`` definitions lack them; they come from the ``+enum`` Go types of
+    k8s.io/api (``_enums``, generated). They are documentation: upstream's schema validation of
+    built-in kinds does not enforce them (its hand-written validation does, field by field).
+    """
+    from kplane.api.schema import _enums
+
+    return _enums.ENUMS.get(name, {})

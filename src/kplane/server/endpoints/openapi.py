@@ -34,7 +34,7 @@ from kplane.server.endpoints import discovery
 
 Schema = dict[str, Any]
 
-_FORMAT_REVISION = "1"  # bump when the shape of generated documents changes, so hashes change
+_FORMAT_REVISION = "2"  # bump when the shape of generated documents changes, so hashes change
 _SCHEMAS = "#/components/schemas/"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
@@ -116,7 +116,24 @@ def _converted(name: str) -> tuple[Schema, frozenset[str]]:
         }
     else:
         schema = _convert(source, refs, top=True)
+        _add_enums(name, schema)
     return schema, frozenset(refs)
+
+
+def _add_enums(name: str, schema: Schema) -> None:
+    """Upstream's ``enum`` on the +enum-typed properties of ``name`` (in place, on the converted
+    copy); a scalar's description lists the values the way upstream's generated ones begin."""
+    props = schema.get("properties")
+    for prop, (where, values) in builtin.enums(name).items():
+        target = props.get(prop) if isinstance(props, dict) else None
+        if not isinstance(target, dict):
+            continue
+        if where == "scalar":
+            target["enum"] = list(values)
+            listed = "".join(f'\n - `"{v}"`' for v in values)
+            target["description"] = (target.get("description") or "") + "\n\nPossible enum values:" + listed
+        elif isinstance(target.get(where), dict):
+            target[where] = {**target[where], "enum": list(values)}
 
 
 def _closure(roots: Iterable[str], schemas: dict[str, Schema]) -> None:

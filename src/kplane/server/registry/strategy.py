@@ -226,7 +226,53 @@ class NodeStrategy(Strategy):
     keep_status_on_create = True
 
 
+class _GoStruct:
+    """A value upstream prints with Go's ``%#v`` (a field error about a whole internal struct)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _update_strategy_errors(
+    obj: Object, path: str, go_type: str, rolling_type: str, allowed: list[str]
+) -> list[errors.FieldError]:
+    """Upstream's hand-written check of a workload's update strategy (apps validation
+    ``ValidateDeploymentStrategy``/``ValidateDaemonSetUpdateStrategy``): an unknown ``type`` is
+    reported on the strategy itself, whose internal Go struct is printed with ``%#v``. OpenAPI's
+    ``enum`` for the field is documentation only, as upstream's schema never enforces it."""
+    spec = obj.get("spec")
+    strat = spec.get(path) if isinstance(spec, dict) else None
+    if not isinstance(strat, dict) or strat.get("type") in allowed or "type" not in strat:
+        return []
+    kind = strat.get("type")
+    # Go prints a non-nil pointer as its address; kplane has none to show, so a fixed one stands in.
+    rolling = "(nil)" if strat.get("rollingUpdate") is None else "(0xc000100000)"
+    text = (
+        f"apps.{go_type}{{Type:{errors.go_quote(str(kind))}, RollingUpdate:(*apps.{rolling_type}){rolling}}}"
+    )
+    return [errors.not_supported(f"spec.{path}", _GoStruct(text), allowed)]
+
+
+class DaemonSetStrategy(Strategy):
+    def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
+        return _update_strategy_errors(
+            obj,
+            "updateStrategy",
+            "DaemonSetUpdateStrategy",
+            "RollingUpdateDaemonSet",
+            ["RollingUpdate", "OnDelete"],
+        )
+
+
 class DeploymentStrategy(Strategy):
+    def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
+        return _update_strategy_errors(
+            obj, "strategy", "DeploymentStrategy", "RollingUpdateDeployment", ["Recreate", "RollingUpdate"]
+        )
+
     def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
         """Deployments also count annotation changes (upstream's rollback/pause annotations)."""
         if super().spec_changed(record, new, old):
@@ -273,6 +319,7 @@ _BY_KIND: dict[tuple[str, str], Strategy] = {
     ("", "Node"): NodeStrategy(),
     ("", "Secret"): SecretStrategy(),
     ("apps", "Deployment"): DeploymentStrategy(),
+    ("apps", "DaemonSet"): DaemonSetStrategy(),
     ("rbac.authorization.k8s.io", "Role"): PathNameStrategy(),
     ("rbac.authorization.k8s.io", "ClusterRole"): PathNameStrategy(),
     ("rbac.authorization.k8s.io", "RoleBinding"): PathNameStrategy(),

@@ -1,0 +1,220 @@
+"""Generate ``_enums.py`` from the Go sources of ``k8s.io/api`` (a checkout of tag v0.32.0).
+
+Usage: ``python -m kplane.api.schema._gen_enums /path/to/k8s.io/api > src/kplane/api/schema/_enums.py``
+then ``ruff format`` the output.
+
+Design note. Upstream's OpenAPI carries ``enum`` for every field whose Go type is a string type
+marked ``// +enum``; the values are all the constants of that type, wherever declared (kube-openapi's
+enum generator). The ``kubernetes-validate`` definitions lack them. This generator reads the Go
+sources with a few line-oriented patterns (the API packages are written in one regular style:
+``type X string`` after a comment block, typed ``const`` blocks, one struct field per line with a
+``json`` tag), resolves imports, aliases (``type ScopeType = v1.ScopeType``) and inlined structs,
+and prints, for each definition, the JSON properties that hold an enum and their sorted values.
+Only names and values are kept: none of the upstream prose.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import pprint
+import re
+import sys
+from dataclasses import dataclass, field
+
+_MODULE = "k8s.io/api/"
+_SKIP = ("_test.go", "generated.pb.go", "zz_generated.deepcopy.go", "types_swagger_doc_generated.go")
+_TYPE = re.compile(r"^type\s+(\w+)\s+(.*)$")
+_CONST_LINE = re.compile(r"^\s*(\w+)\s+([\w.]+)\s*=\s*(\"[^\"]*\"|[\w.]+)\s*(?://.*)?$")
+_SINGLE_CONST = re.compile(r"^const\s+(\w+)\s+([\w.]+)\s*=\s*(\"[^\"]*\"|[\w.]+)")
+_FIELD = re.compile(r"^\s*(\w+)\s+(\S+)\s+`[^`]*json:\"([^\"]*)\"")
+_EMBEDDED = re.compile(r"^\s*([\w.*]+)\s+`[^`]*json:\",inline\"")
+_IMPORT = re.compile(r"^\s*(?:(\w+)\s+)?\"([^\"]+)\"")
+
+Key = tuple[str, str]  # (package dir such as "apps/v1", type name)
+
+
+@dataclass
+class _Package:
+    imports: dict[str, str] = field(default_factory=dict)  # alias -> package dir (k8s.io/api only)
+    enums: set[str] = field(default_factory=set)
+    aliases: dict[str, str] = field(default_factory=dict)  # type name -> "pkg.Name" it aliases
+    consts: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (type, value expr)
+    structs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)  # fields
+
+
+def _parse_file(text: str, pkg: _Package) -> None:
+    lines = text.splitlines()
+    comments: list[str] = []
+    i = 0
+    in_const = in_import = False
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        i += 1
+        if in_import:
+            if stripped == ")":
+                in_import = False
+            elif m := _IMPORT.match(line):
+                _add_import(pkg, m.group(1), m.group(2))
+            continue
+        if in_const:
+            if stripped == ")":
+                in_const = False
+            elif m := _CONST_LINE.match(line):
+                pkg.consts[m.group(1)] = (m.group(2), m.group(3))
+            continue
+        if stripped.startswith("//"):
+            comments.append(stripped)
+            continue
+        if stripped == "import (":
+            in_import = True
+        elif stripped.startswith("import "):
+            if m := _IMPORT.match(stripped[len("import ") :]):
+                _add_import(pkg, m.group(1), m.group(2))
+        elif stripped == "const (":
+            in_const = True
+        elif m := _SINGLE_CONST.match(stripped):
+            pkg.consts[m.group(1)] = (m.group(2), m.group(3))
+        elif m := _TYPE.match(stripped):
+            name, rest = m.group(1), m.group(2)
+            if "// +enum" in comments:
+                pkg.enums.add(name)
+            if rest.startswith("="):
+                pkg.aliases[name] = rest[1:].strip()
+            elif rest.startswith("struct {") and not rest.endswith("}"):
+                fields, i = _parse_struct(lines, i)
+                pkg.structs[name] = fields
+        comments = []
+
+
+def _add_import(pkg: _Package, alias: str | None, path: str) -> None:
+    if path.startswith(_MODULE):
+        rel = path[len(_MODULE) :]
+        pkg.imports[alias or rel.rsplit("/", 1)[-1]] = rel
+
+
+def _parse_struct(lines: list[str], i: int) -> tuple[list[tuple[str, str, str]], int]:
+    """(json name or "" for inline, Go type, container) per field; the index after the struct."""
+    fields: list[tuple[str, str, str]] = []
+    depth = 1
+    while i < len(lines) and depth:
+        line = lines[i]
+        i += 1
+        code = line.split("//", 1)[0]
+        if depth == 1:
+            if m := _EMBEDDED.match(line):
+                fields.append(("", m.group(1).lstrip("*"), "scalar"))
+            elif m := _FIELD.match(line):
+                json_name = m.group(3).split(",", 1)[0]
+                if json_name and json_name != "-":
+                    go_type, container = _element(m.group(2))
+                    fields.append((json_name, go_type, container))
+        depth += code.count("{") - code.count("}")
+    return fields, i
+
+
+def _element(go_type: str) -> tuple[str, str]:
+    """(element type, where the enum goes: the value itself, list ``items`` or map values)."""
+    t = go_type.lstrip("*")
+    if t.startswith("[]"):
+        return t[2:].lstrip("*"), "items"
+    if t.startswith("map["):
+        return t[t.index("]") + 1 :].lstrip("*"), "additionalProperties"
+    return t, "scalar"
+
+
+def _resolve(pkgs: dict[str, _Package], here: str, name: str) -> Key | None:
+    """The key of the type ``name`` as written in package ``here``, aliases followed."""
+    for _ in range(8):
+        if "." in name:
+            alias, _, base = name.partition(".")
+            target = pkgs[here].imports.get(alias)
+            if target is None or target not in pkgs:
+                return None
+            here, name = target, base
+        aliased = pkgs[here].aliases.get(name)
+        if aliased is None:
+            return here, name
+        name = aliased
+    return None
+
+
+def _const_value(pkgs: dict[str, _Package], here: str, expr: str) -> str | None:
+    for _ in range(8):
+        if expr.startswith('"'):
+            return expr[1:-1]
+        if "." in expr:
+            alias, _, expr = expr.partition(".")
+            target = pkgs[here].imports.get(alias)
+            if target is None or target not in pkgs:
+                return None
+            here = target
+        const = pkgs[here].consts.get(expr)
+        if const is None:
+            return None
+        expr = const[1]
+    return None
+
+
+def load(root: pathlib.Path) -> dict[str, _Package]:
+    pkgs: dict[str, _Package] = {}
+    for go in sorted(root.rglob("*.go")):
+        if go.name.endswith(_SKIP) or go.name in _SKIP:
+            continue
+        rel = go.parent.relative_to(root).as_posix()
+        _parse_file(go.read_text(), pkgs.setdefault(rel, _Package()))
+    return pkgs
+
+
+def enum_values(pkgs: dict[str, _Package]) -> dict[Key, list[str]]:
+    """Every ``+enum`` type and its constants' values, sorted."""
+    values: dict[Key, set[str]] = {(p, n): set() for p, pkg in pkgs.items() for n in pkg.enums}
+    for here, pkg in pkgs.items():
+        for go_type, expr in pkg.consts.values():
+            key = _resolve(pkgs, here, go_type)
+            if key in values:
+                value = _const_value(pkgs, here, expr)
+                if value is not None:
+                    values[key].add(value)
+    return {k: sorted(v) for k, v in values.items() if v}
+
+
+def definition_enums(pkgs: dict[str, _Package]) -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
+    """definition name -> JSON property -> (container, values)."""
+    enums = enum_values(pkgs)
+
+    def fields_of(here: str, struct: str, seen: frozenset[Key]) -> dict[str, tuple[str, tuple[str, ...]]]:
+        out: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for json_name, go_type, container in pkgs[here].structs.get(struct, ()):
+            key = _resolve(pkgs, here, go_type)
+            if key is None:
+                continue
+            if not json_name:
+                if key not in seen and key[1] in pkgs[key[0]].structs:
+                    out.update(fields_of(key[0], key[1], seen | {key}))
+            elif key in enums:
+                out[json_name] = (container, tuple(enums[key]))
+        return out
+
+    result: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
+    for here, pkg in sorted(pkgs.items()):
+        for struct in sorted(pkg.structs):
+            props = fields_of(here, struct, frozenset({(here, struct)}))
+            if props:
+                result[f"io.k8s.api.{here.replace('/', '.')}.{struct}"] = dict(sorted(props.items()))
+    return result
+
+
+def main() -> None:
+    data = definition_enums(load(pathlib.Path(sys.argv[1])))
+    print('"""Generated by ``_gen_enums`` from k8s.io/api v0.32.0: do not edit.')
+    print()
+    print("For each definition, the properties whose Go type is an upstream ``+enum`` type: where the")
+    print('enum applies (``"scalar"``, list ``"items"`` or map ``"additionalProperties"``) and the values.')
+    print('"""')
+    print()
+    print("ENUMS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = " + pprint.pformat(data, width=100))
+
+
+if __name__ == "__main__":
+    main()
