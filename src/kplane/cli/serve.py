@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from kplane.server import launch
 
 _T0 = time.monotonic()
 
@@ -55,31 +56,9 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _import_aiohttp_quickly() -> None:
-    """Import aiohttp without OpenSSL parsing the whole CA bundle.
-
-    aiohttp builds a verifying client SSL context at import time. With ``SSL_CERT_FILE`` set (or
-    the system bundle as OpenSSL's default file) that parses every CA in the bundle, ~50-100 ms of
-    a start-up budget of 500 ms; the server never uses that context. The hashed CA directory
-    (``SSL_CERT_DIR``, read lazily by OpenSSL) holds the same CAs, so hiding only the file for the
-    duration of this one import leaves verification equivalent.
-    """
-    if "aiohttp" in sys.modules:
-        return
-    saved = os.environ.get("SSL_CERT_FILE")
-    os.environ["SSL_CERT_FILE"] = os.devnull
-    try:
-        import aiohttp  # noqa: F401
-    finally:
-        if saved is None:
-            del os.environ["SSL_CERT_FILE"]
-        else:
-            os.environ["SSL_CERT_FILE"] = saved
-
-
 def run(args: argparse.Namespace) -> int:
-    _import_aiohttp_quickly()
-    from kplane.server.app import APIServer, ServerConfig
+    launch.import_aiohttp_quickly()
+    from kplane.server.app import ServerConfig
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -103,9 +82,8 @@ def run(args: argparse.Namespace) -> int:
         runner = asyncio.run
 
     async def main() -> int:
-        server = APIServer(config)
         try:
-            await server.start()
+            server = await launch.launch(config)
         except OSError as err:
             print(
                 f"kplane: cannot listen on {config.host}:{config.port}: {err.strerror or err}",

@@ -6,6 +6,7 @@ dynamic (dict) and typed (``kplane.client.models``) clients; ``kplane.client.syn
 blocking facade for scripts and REPLs.
 """
 
+from kplane._util.backoff import Backoff
 from kplane.client import kubeconfig
 from kplane.client.config import Config, ConfigError
 from kplane.client.discovery import DiscoveryClient
@@ -18,6 +19,7 @@ from kplane.client.retry import on_error, retry_on_conflict
 from kplane.client.typed import Client, ObjectList, TypedClient, WatchEvent
 
 __all__ = [
+    "Backoff",
     "Client",
     "Config",
     "ConfigError",

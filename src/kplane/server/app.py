@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,7 @@ from kplane.server.auth import authn, certs, kubeconfig
 from kplane.server.endpoints import installer, nonresource
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
+from kplane.server.filters.types import Filter
 from kplane.server.registry import bootstrap
 from kplane.server.registry.crds import CRDController
 from kplane.server.registry.namespaces import NamespaceLifecycle
@@ -48,6 +50,8 @@ class ServerConfig:
     kubeconfig_path: Path | None = None
     schema_validation: bool = True  # False only to measure what validation costs
     clock: Clock = field(default_factory=RealClock)
+    filters: Sequence[Filter] = ()
+    """Extra filters run after authentication, outermost first (test hooks: ``kplane.testing`` faults)."""
 
 
 class APIServer:
@@ -117,7 +121,9 @@ class APIServer:
         # aiohttp's low-level server: routing is ours (RequestInfo + catalog), so the Application
         # router and middleware machinery would only add per-request cost.
         server = web.Server(
-            chain.build(authenticator, handler), request_factory=_request_factory, access_log=None
+            chain.build(authenticator, handler, extra=cfg.filters),
+            request_factory=_request_factory,
+            access_log=None,
         )
         self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -178,15 +184,3 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.listen(1024)
     sock.setblocking(False)
     return sock
-
-
-async def serve_forever(config: ServerConfig, *, on_ready: Any = None) -> None:
-    """Run a server until cancelled (the CLI's ``kplane serve``)."""
-    server = APIServer(config)
-    await server.start()
-    try:
-        if on_ready is not None:
-            on_ready(server)
-        await asyncio.Event().wait()
-    finally:
-        await server.stop()

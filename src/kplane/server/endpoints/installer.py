@@ -67,7 +67,7 @@ class APIHandler:
     )
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
-        info: requestinfo.RequestInfo = request["info"]
+        info = request[requestinfo.INFO_KEY]
         if not info.is_resource:
             return await self.nonresource.serve(request, info)
         record = self.catalog.lookup(info.group, info.version, info.resource)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from aiohttp import web
+
 Verb = Literal["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", ""]
 
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
@@ -40,6 +42,10 @@ class RequestInfo:
     name: str = ""
     subresource: str = ""
     parts: tuple[str, ...] = ()
+
+
+INFO_KEY: web.RequestKey[RequestInfo] = web.RequestKey("info", RequestInfo)
+"""Where the request-info filter stores the parsed ``RequestInfo`` on a request."""
 
 
 def parse(method: str, path: str, *, watch_param: str | None = None) -> RequestInfo:

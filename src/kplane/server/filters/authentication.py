@@ -1,4 +1,4 @@
-"""Authentication: client certificate or bearer token -> ``request["user"]``.
+"""Authentication: client certificate or bearer token -> ``request[USER_KEY]``.
 
 The client certificate is tried first, then the bearer token (upstream's order). Anonymous requests
 reach only the public paths (version and health); anything else answers 401
@@ -22,6 +22,8 @@ from kplane.server.auth import authn
 from kplane.server.filters.types import Filter, Handler
 
 INSECURE_USER = authn.UserInfo(name="kplane-admin", groups=("system:masters", authn.AUTHENTICATED_GROUP))
+USER_KEY: web.RequestKey[authn.UserInfo] = web.RequestKey("user", authn.UserInfo)
+"""Where this filter stores the authenticated user on a request."""
 _UNSET = object()
 
 
@@ -32,7 +34,7 @@ def authentication(authenticator: authn.RequestAuthenticator) -> Filter:
         transport = request.transport
         ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
         if ssl_object is None:
-            request["user"] = INSECURE_USER
+            request[USER_KEY] = INSECURE_USER
             return await handler(request)
         user = by_connection.get(ssl_object, _UNSET)
         if user is _UNSET:
@@ -46,7 +48,7 @@ def authentication(authenticator: authn.RequestAuthenticator) -> Filter:
                     raise errors.Unauthorized("Unauthorized")
             elif request.path not in authn.ANONYMOUS_PATHS:
                 raise errors.Unauthorized("Unauthorized")
-        request["user"] = user
+        request[USER_KEY] = user
         return await handler(request)
 
     return authenticate

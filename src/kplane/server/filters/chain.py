@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from kplane.server.auth import authn
 from kplane.server.filters.authentication import authentication
@@ -11,17 +12,20 @@ from kplane.server.filters.requestinfo import request_info
 from kplane.server.filters.types import Filter, Handler
 
 
-def filters(authenticator: authn.RequestAuthenticator) -> list[Filter]:
-    """Outermost first: recovery -> request info -> authentication.
+def filters(authenticator: authn.RequestAuthenticator, extra: Sequence[Filter] = ()) -> list[Filter]:
+    """Outermost first: recovery -> request info -> authentication -> ``extra``.
 
     Authorization (RBAC) will sit after authentication; until then every authenticated user may do
-    everything.
+    everything. ``extra`` filters (test hooks such as fault injection) see only authenticated
+    requests, with ``request[INFO_KEY]`` parsed, and their failures still become a Status.
     """
-    return [recovery, request_info, authentication(authenticator)]
+    return [recovery, request_info, authentication(authenticator), *extra]
 
 
-def build(authenticator: authn.RequestAuthenticator, handler: Handler) -> Handler:
+def build(
+    authenticator: authn.RequestAuthenticator, handler: Handler, *, extra: Sequence[Filter] = ()
+) -> Handler:
     """``handler`` wrapped in every filter, so a request passes them in list order."""
-    for f in reversed(filters(authenticator)):
+    for f in reversed(filters(authenticator, extra)):
         handler = functools.partial(f, handler=handler)
     return handler

@@ -1,4 +1,4 @@
-"""Parse what the request addresses once; later filters and handlers read ``request["info"]``."""
+"""Parse what the request addresses once; later filters and handlers read ``request[INFO_KEY]``."""
 
 from __future__ import annotations
 
@@ -9,5 +9,7 @@ from kplane.server.filters.types import Handler
 
 
 async def request_info(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
-    request["info"] = parsing.parse(request.method, request.path, watch_param=request.query.get("watch"))
+    request[parsing.INFO_KEY] = parsing.parse(
+        request.method, request.path, watch_param=request.query.get("watch")
+    )
     return await handler(request)

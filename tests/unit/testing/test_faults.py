@@ -1,0 +1,131 @@
+"""Fault plans: each fault happens inside the real server, and a seed replays the same faults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import pytest
+
+from kplane.api import errors
+from kplane.client import Backoff, retry_on_conflict
+from kplane.testing import (
+    Conflicts,
+    ControlPlane,
+    DropWatches,
+    ExpireOnResume,
+    FaultPlan,
+    Match,
+    SlowWrites,
+)
+
+CONFIGMAPS = Match(verbs=("update",), resources=("configmaps",))
+
+
+async def _updates(seed: int, rounds: int = 20) -> tuple[list[str], int]:
+    """Update one ConfigMap ``rounds`` times under a 50% conflict storm; the outcomes and injections."""
+    plan = FaultPlan(Conflicts(probability=0.5, match=CONFIGMAPS), seed=seed)
+    outcomes: list[str] = []
+    async with ControlPlane(faults=plan) as cp:
+        cms = cp.client.resource("configmaps", namespace="default")
+        cm = await cms.create({"metadata": {"name": "c"}, "data": {"n": "0"}})
+        for i in range(rounds):
+            cm["data"]["n"] = str(i)
+            try:
+                cm = await cms.update(cm)
+                outcomes.append("ok")
+            except errors.Conflict as e:
+                outcomes.append("conflict")
+                # Upstream: apimachinery errors.NewConflict with registry's OptimisticLockErrorMsg.
+                assert str(e) == (
+                    'Operation cannot be fulfilled on configmaps "c": the object has been modified; '
+                    "please apply your changes to the latest version and try again"
+                )
+    return outcomes, len(plan.log)
+
+
+async def test_conflict_storm_is_replayed_by_its_seed() -> None:
+    """The same seed injects the same conflicts at the same requests; another seed differs."""
+    first, injected = await _updates(seed=7)
+    again, _ = await _updates(seed=7)
+    other, _ = await _updates(seed=8)
+    assert first == again
+    assert first != other
+    assert injected == first.count("conflict") > 0
+    assert "ok" in first
+
+
+async def test_retry_on_conflict_survives_a_storm() -> None:
+    """A read-modify-write inside retry_on_conflict lands despite injected conflicts."""
+    plan = FaultPlan(Conflicts(probability=0.7, match=CONFIGMAPS), seed=3)
+    async with ControlPlane(faults=plan) as cp:
+        cms = cp.client.resource("configmaps", namespace="default")
+        await cms.create({"metadata": {"name": "c"}, "data": {"n": "0"}})
+        for i in range(5):
+
+            async def bump(i: int = i) -> None:
+                cm = await cms.get("c")
+                cm["data"]["n"] = str(i + 1)
+                await cms.update(cm)
+
+            await retry_on_conflict(bump, backoff=Backoff(duration=0.001, steps=50))
+        assert (await cms.get("c"))["data"] == {"n": "5"}
+        assert plan.count(Conflicts) > 0
+
+
+async def test_paused_plan_injects_nothing() -> None:
+    """Inside ``paused()`` requests pass untouched and consume no draw."""
+    plan = FaultPlan(Conflicts(probability=1.0, match=CONFIGMAPS), seed=1)
+    async with ControlPlane(faults=plan) as cp:
+        cms = cp.client.resource("configmaps", namespace="default")
+        cm = await cms.create({"metadata": {"name": "c"}})
+        with plan.paused():
+            cm = await cms.update(cm)
+        assert plan.log == []
+        with pytest.raises(errors.Conflict):
+            await cms.update(cm)
+        assert [i.detail for i in plan.log] == ["409 Conflict"]
+
+
+async def test_dropped_watch_is_cut_after_the_planned_lines() -> None:
+    """A watch is cut (connection closed) after the number of lines the plan drew."""
+    plan = FaultPlan(DropWatches(after_lines=(2, 2), match=Match(verbs=("watch",))), seed=0)
+    async with ControlPlane(faults=plan) as cp:
+        cms = cp.client.resource("configmaps", namespace="default")
+        for n in range(5):
+            await cms.create({"metadata": {"name": f"c{n}"}})
+        seen: list[Any] = []
+        with pytest.raises((aiohttp.ClientError, ConnectionError)):
+            async for event in cms.watch(resource_version="0", allow_bookmarks=False):
+                seen.append(event)
+        assert len(seen) == 2
+        assert [i.detail for i in plan.log] == ["cut after 2 lines"]
+
+
+async def test_watch_resumed_from_a_resource_version_expires() -> None:
+    """A resumed watch gets upstream's in-stream ERROR 410; a watch from "0" is untouched."""
+    plan = FaultPlan(ExpireOnResume(), seed=0)
+    async with ControlPlane(faults=plan) as cp:
+        cms = cp.client.resource("configmaps", namespace="default")
+        cm = await cms.create({"metadata": {"name": "c"}})
+        rv = cm["metadata"]["resourceVersion"]
+        events = [e async for e in cms.watch(resource_version=rv, timeout_seconds=1)]
+        assert [e["type"] for e in events] == ["ERROR"]
+        status = events[0]["object"]
+        assert (status["code"], status["reason"]) == (410, "Expired")
+        assert status["message"] == f"too old resource version: {rv} ({int(rv) + 1})"
+        async for event in cms.watch(resource_version="0", timeout_seconds=1):
+            assert event["type"] == "ADDED"
+            break
+
+
+async def test_slow_writes_are_delayed_and_recorded() -> None:
+    """Writes wait the drawn delay; reads are not touched."""
+    plan = FaultPlan(SlowWrites(delay=(0.01, 0.02)), seed=0)
+    async with ControlPlane(faults=plan) as cp:
+        cms = cp.client.resource("configmaps", namespace="default")
+        await cms.create({"metadata": {"name": "c"}})
+        await cms.get("c")
+        assert [(i.rule, i.verb) for i in plan.log] == [("SlowWrites", "create")]
+        assert plan.log[0].detail.startswith("delayed 0.01")
+    assert "seed=0" in str(plan)
