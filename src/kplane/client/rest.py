@@ -15,7 +15,7 @@ The client owns its session: create it inside an event loop, use ``async with``,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -52,6 +52,9 @@ _GENERIC_MESSAGES = {
     " the request",
 }
 
+RequestObserver = Callable[[str, str, str, float], None]
+"""Told of each round trip: ``(method, host, code, seconds)``."""
+
 _RECONNECT_DELAY = 1.0
 """Seconds before re-sending a GET whose connection dropped (client-go waits 1 s too)."""
 
@@ -62,7 +65,11 @@ class RESTClient:
     ``request`` returns the decoded JSON body (text for non-JSON replies such as logs);
     ``request_raw`` returns the body bytes; ``stream`` yields a reply's lines as they arrive.
     ``warning_handler`` receives each ``Warning`` header entry (default: log each text once).
+    ``observer``, when set, is told of every HTTP round trip: method, host, status code (``"<error>"``
+    when no reply came) and seconds (client-go's ``rest_client_requests_total`` hook).
     """
+
+    observer: RequestObserver | None = None
 
     def __init__(
         self,
@@ -208,6 +215,7 @@ class RESTClient:
         refreshed = False
         while True:
             await self._limiter.acquire()
+            started = self._clock.monotonic()
             hdrs = {"Accept": "application/json", **(await self.config.auth_headers())}
             if data is not None:
                 hdrs["Content-Type"] = content_type
@@ -224,12 +232,14 @@ class RESTClient:
                     server_hostname=self._server_hostname,
                 )
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientConnectionResetError):
+                self._observe(method, "<error>", started)
                 # client-go re-sends only GETs after a reset or EOF: other verbs may have taken effect.
                 if method != "GET" or retries >= transport.MAX_RETRIES:
                     raise
                 retries += 1
                 await self._clock.sleep(_RECONNECT_DELAY)
                 continue
+            self._observe(method, str(resp.status), started)
             self._report_warnings(resp)
             if 200 <= resp.status < 300:
                 return resp
@@ -245,6 +255,11 @@ class RESTClient:
                 self.config.invalidate_credentials()
                 continue
             raise await _error_from(resp)
+
+    def _observe(self, method: str, code: str, started: float) -> None:
+        if self.observer is not None:
+            host = self._base.split("://", 1)[-1]
+            self.observer(method, host, code, self._clock.monotonic() - started)
 
     def _report_warnings(self, resp: aiohttp.ClientResponse) -> None:
         values = resp.headers.getall("Warning", [])

@@ -92,13 +92,18 @@ DURATION_BUCKETS = tuple(1e-8 * 10**i for i in range(12))
 
 
 class PrometheusMetricsProvider:
-    """Registers the upstream work queue metric families in ``registry`` (once, at construction)."""
+    """Registers the upstream work queue metric families in ``registry`` (once, at construction).
 
-    def __init__(self, registry: Any = None) -> None:
+    ``controller_label`` adds controller-runtime's ``controller`` label, set to the queue's name as
+    controller-runtime does (its queues are named after their controller).
+    """
+
+    def __init__(self, registry: Any = None, *, controller_label: bool = False) -> None:
         import prometheus_client
 
         reg = prometheus_client.REGISTRY if registry is None else registry
-        labels = ["name"]
+        self._controller_label = controller_label
+        labels = ["name", "controller"] if controller_label else ["name"]
         self._depth = prometheus_client.Gauge(
             "workqueue_depth", "Current depth of workqueue", labels, registry=reg
         )
@@ -138,14 +143,15 @@ class PrometheusMetricsProvider:
         )
 
     def metrics_for(self, name: str) -> QueueMetricSet | None:
+        values = (name, name) if self._controller_label else (name,)
         return QueueMetricSet(
-            depth=self._depth.labels(name=name),
-            adds=self._adds.labels(name=name),
-            queue_duration=self._queue_duration.labels(name=name),
-            work_duration=self._work_duration.labels(name=name),
-            unfinished_work_seconds=self._unfinished.labels(name=name),
-            longest_running_processor_seconds=self._longest.labels(name=name),
-            retries=self._retries.labels(name=name),
+            depth=self._depth.labels(*values),
+            adds=self._adds.labels(*values),
+            queue_duration=self._queue_duration.labels(*values),
+            work_duration=self._work_duration.labels(*values),
+            unfinished_work_seconds=self._unfinished.labels(*values),
+            longest_running_processor_seconds=self._longest.labels(*values),
+            retries=self._retries.labels(*values),
         )
 
 

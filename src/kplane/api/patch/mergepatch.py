@@ -31,3 +31,27 @@ def _merge_into(target: dict[str, Any], patch: dict[str, Any]) -> None:
             _merge_into(current, value)
         else:
             target[key] = _base.copy_json(value)
+
+
+def create_merge_patch(original: Any, modified: Any) -> Any:
+    """The merge patch that turns ``original`` into ``modified`` (``{}`` when they are equal).
+
+    Keys missing from ``modified`` become ``null``; changed arrays and scalars are sent whole, as
+    apimachinery's ``jsonpatch.CreateMergePatch``. ``merge_patch(original, result) == modified``
+    holds for JSON objects without ``null`` values.
+    """
+    if not isinstance(original, dict) or not isinstance(modified, dict):
+        return _base.copy_json(modified)
+    patch: dict[str, Any] = {}
+    for key in original.keys() - modified.keys():
+        patch[key] = None
+    for key, value in modified.items():
+        if key not in original:
+            patch[key] = _base.copy_json(value)
+        elif isinstance(value, dict) and isinstance(original[key], dict):
+            sub = create_merge_patch(original[key], value)
+            if sub:
+                patch[key] = sub
+        elif not _base.json_equal(original[key], value):
+            patch[key] = _base.copy_json(value)
+    return patch

@@ -420,6 +420,10 @@ class Registry:
                 raise _NoChange(current)
             meta["deletionTimestamp"] = now
             meta["deletionGracePeriodSeconds"] = 0
+            # Upstream's markAsDeleting (apiserver registry/generic/registry/store.go) bumps a tracked
+            # generation, so controllers filtering on generation changes see the deletion start.
+            if isinstance(meta.get("generation"), int) and meta["generation"] > 0:
+                meta["generation"] += 1
             if record.group == "" and record.plural == "namespaces":
                 current.setdefault("status", {})["phase"] = "Terminating"
             return current

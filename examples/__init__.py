@@ -1,0 +1,1 @@
+"""Runnable operators written with ``kplane.runtime``; each is type-checked and exercised by tests."""

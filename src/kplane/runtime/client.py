@@ -1,0 +1,169 @@
+"""The manager's client: reads from the shared cache, writes straight to the API server.
+
+Objects are JSON-shaped dicts; a generated model class (``kplane.client.models``) may stand for its
+resource anywhere a ``ref`` is taken, and a model instance anywhere an object is: reads of a model
+class return model instances, model instances are written as JSON. Writes take the resource from the
+object's ``apiVersion`` and ``kind`` (resolved by the REST mapper), so ``client.update(obj)`` needs
+no other argument. ``reader`` is the uncached API reader (controller-runtime's ``GetAPIReader``).
+
+Every write carries ``field_manager`` (default ``"kplane-manager"``), so managedFields name the
+controller; ``apply`` is server-side apply of a desired state, forced by default as controllers
+own the fields they declare.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, TypeVar, overload
+
+import msgspec
+
+from kplane.api.gvk import GroupVersionKind
+from kplane.client import dynamic
+from kplane.client import typed as typed_mod
+from kplane.client.models import _base
+from kplane.runtime import cache as cache_mod
+
+Object = dict[str, Any]
+M = TypeVar("M", bound=_base.Model)
+Ref = dynamic.ResourceRef | type[_base.Model]
+"""A resource: anything the dynamic client resolves, or a generated model class."""
+
+
+def resource_ref(ref: Ref) -> dynamic.ResourceRef:
+    """The dynamic-client reference of ``ref`` (a model class names its resource by its GVK)."""
+    if isinstance(ref, type) and issubclass(ref, _base.Model):
+        return typed_mod.resource_of(ref)
+    return ref
+
+
+def to_dict(obj: Object | _base.Model) -> Object:
+    """A JSON-shaped dict of ``obj`` (dicts are returned as they are)."""
+    if isinstance(obj, dict):
+        return obj
+    out: Object = msgspec.to_builtins(obj)
+    return out
+
+
+def gvk_of(obj: Object) -> GroupVersionKind:
+    """The group, version and kind an object declares; ``ValueError`` if it declares none."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not api_version or not kind:
+        raise ValueError("the object needs apiVersion and kind to find its resource")
+    group, _, version = str(api_version).rpartition("/")
+    return GroupVersionKind(group, version, str(kind))
+
+
+class Client:
+    """Cached reads and direct writes (see the module docstring)."""
+
+    def __init__(
+        self, cache: cache_mod.Cache, api: typed_mod.Client, *, field_manager: str = "kplane-manager"
+    ) -> None:
+        self.cache = cache
+        self.reader = api
+        self.field_manager = field_manager
+        self._clients: dict[GroupVersionKind, dynamic.DynamicResourceClient] = {}
+
+    # Reads, from the cache.
+
+    @overload
+    async def get(self, ref: type[M], name: str, namespace: str = "") -> M: ...
+
+    @overload
+    async def get(self, ref: dynamic.ResourceRef, name: str, namespace: str = "") -> Object: ...
+
+    async def get(self, ref: Ref, name: str, namespace: str = "") -> Any:
+        """The cached object (a copy); raises ``errors.NotFound``."""
+        obj = await self.cache.get(resource_ref(ref), name, namespace)
+        return _as(ref, obj)
+
+    @overload
+    async def list(
+        self, ref: type[M], namespace: str = "", *, label_selector: str = ""
+    ) -> builtins.list[M]: ...
+
+    @overload
+    async def list(
+        self, ref: dynamic.ResourceRef, namespace: str = "", *, label_selector: str = ""
+    ) -> builtins.list[Object]: ...
+
+    async def list(self, ref: Ref, namespace: str = "", *, label_selector: str = "") -> builtins.list[Any]:
+        """Cached objects (copies) in ``namespace`` (all when empty) matching ``label_selector``."""
+        objs = await self.cache.list(resource_ref(ref), namespace, label_selector=label_selector)
+        return [_as(ref, o) for o in objs]
+
+    # Writes, to the server.
+
+    async def create(self, obj: Object | _base.Model) -> Object:
+        """Create ``obj``; returns the server's object."""
+        body = to_dict(obj)
+        return await self._rc(body).create(body, field_manager=self.field_manager)
+
+    async def update(self, obj: Object | _base.Model) -> Object:
+        """PUT ``obj`` (its resourceVersion makes a stale write a 409 Conflict)."""
+        body = to_dict(obj)
+        return await self._rc(body).update(body, field_manager=self.field_manager)
+
+    async def update_status(self, obj: Object | _base.Model) -> Object:
+        """PUT ``obj`` to its ``status`` subresource (only the status is written)."""
+        body = to_dict(obj)
+        return await self._rc(body).update(body, subresource="status", field_manager=self.field_manager)
+
+    async def patch(
+        self,
+        obj: Object | _base.Model,
+        patch: Any,
+        *,
+        patch_type: dynamic.PatchType = "merge",
+        subresource: str = "",
+    ) -> Object:
+        """PATCH the object ``obj`` names with ``patch``."""
+        body = to_dict(obj)
+        name, namespace = _name(body)
+        return await self._rc(body).patch(
+            name,
+            patch,
+            patch_type=patch_type,
+            namespace=namespace or None,
+            subresource=subresource,
+            field_manager=self.field_manager,
+        )
+
+    async def apply(self, obj: Object | _base.Model, *, force: bool = True, subresource: str = "") -> Object:
+        """Server-side apply ``obj`` as the desired state of the fields it sets, owned by this manager."""
+        body = to_dict(obj)
+        name, namespace = _name(body)
+        return await self._rc(body).patch(
+            name,
+            body,
+            patch_type="apply",
+            namespace=namespace or None,
+            subresource=subresource,
+            field_manager=self.field_manager,
+            force=force,
+        )
+
+    async def delete(self, obj: Object | _base.Model, **options: Any) -> Object:
+        """Delete the object ``obj`` names (``options``: the dynamic client's delete options)."""
+        body = to_dict(obj)
+        name, namespace = _name(body)
+        return await self._rc(body).delete(name, namespace=namespace or None, **options)
+
+    def _rc(self, obj: Object) -> dynamic.DynamicResourceClient:
+        gvk = gvk_of(obj)
+        rc = self._clients.get(gvk)
+        if rc is None:  # one per kind, so the REST mapper is asked once
+            rc = self._clients[gvk] = self.reader.dynamic.resource(gvk)
+        return rc
+
+
+def _name(obj: Object) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("name") or ""), str(meta.get("namespace") or "")
+
+
+def _as(ref: Ref, obj: Object) -> Any:
+    if isinstance(ref, type) and issubclass(ref, _base.Model):
+        return msgspec.convert(obj, ref)
+    return obj

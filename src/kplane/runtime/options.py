@@ -1,0 +1,43 @@
+"""The manager's options, with controller-runtime's defaults except where a comment says why not."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ManagerOptions:
+    """How a ``Manager`` caches, serves and elects.
+
+    Cache: ``namespace`` limits every informer to one namespace (None: all); ``sync_period`` is the
+    informers' resync (controller-runtime: 10 h); ``cache_sync_timeout`` bounds the initial sync.
+
+    Endpoints: ``metrics_bind_address`` serves ``/metrics`` (``"0"`` disables; port 0 picks a free
+    port). controller-runtime binds ``:8080`` on every interface; kplane binds loopback by default,
+    as ``kplane serve`` does, and serving further is an explicit choice. ``health_probe_bind_address``
+    serves ``/healthz`` and ``/readyz`` (``""`` disables, as upstream).
+
+    Leader election (off by default): the Lease ``leader_election_namespace/leader_election_id``,
+    timings 15/10/2 s. ``leader_election_release_on_cancel`` defaults to True where upstream's is
+    False: a clean stop hands over at once instead of after a lease duration.
+
+    ``graceful_shutdown_timeout`` bounds the stop (negative: wait forever). ``field_manager`` names
+    this manager's writes in managedFields. ``skip_name_validation`` allows two controllers of one name.
+    """
+
+    namespace: str | None = None
+    sync_period: float = 10 * 3600.0
+    cache_sync_timeout: float = 120.0
+    metrics_bind_address: str = "127.0.0.1:8080"
+    health_probe_bind_address: str = ""
+    leader_election: bool = False
+    leader_election_id: str = ""
+    leader_election_namespace: str = ""
+    leader_election_identity: str = ""
+    leader_election_release_on_cancel: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    graceful_shutdown_timeout: float = 30.0
+    field_manager: str = "kplane-manager"
+    skip_name_validation: bool = False

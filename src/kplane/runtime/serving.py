@@ -1,0 +1,105 @@
+"""The manager's plain-HTTP endpoints: ``/metrics``, and the ``/healthz`` and ``/readyz`` probes.
+
+Probes answer as controller-runtime's ``healthz`` handler does: 200 ``ok`` when every check passes,
+500 with one ``[+]name ok`` / ``[-]name failed: reason`` line per check otherwise; ``?verbose``
+lists the checks on success too, and ``/readyz/<name>`` runs one check. A check is a function
+returning None (healthy) or raising; it may be a coroutine function.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+
+import prometheus_client
+from aiohttp import web
+
+Check = Callable[[], Awaitable[None] | None]
+"""A health check: returns when healthy, raises (the message is reported) when not."""
+
+
+async def _run(check: Check) -> str:
+    try:
+        result = check()
+        if inspect.isawaitable(result):
+            await result
+    except Exception as err:
+        return str(err) or type(err).__name__
+    return ""
+
+
+def probe_handler(checks: dict[str, Check]) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The aiohttp handler of one probe endpoint over ``checks`` (read at request time)."""
+
+    async def handle(request: web.Request) -> web.Response:
+        only = request.match_info.get("check", "")
+        if only and only not in checks:
+            return web.Response(status=404, text=f"no such health check: {only}\n")
+        lines, failed = [], False
+        for name, check in checks.items():
+            if only and name != only:
+                continue
+            reason = await _run(check)
+            failed = failed or bool(reason)
+            lines.append(f"[-]{name} failed: {reason}" if reason else f"[+]{name} ok")
+        if failed:
+            return web.Response(status=500, text="\n".join([*lines, "healthz check failed"]) + "\n")
+        if "verbose" in request.query:
+            return web.Response(text="\n".join([*lines, "healthz check passed"]) + "\n")
+        return web.Response(text="ok")
+
+    return handle
+
+
+class HTTPServer:
+    """One aiohttp site on ``host:port`` (port 0 picks a free one; see ``port`` after ``listen``)."""
+
+    runnable_group = "http"
+
+    def __init__(self, address: str, app: web.Application) -> None:
+        host, _, port = address.rpartition(":")
+        self.host = host or "0.0.0.0"
+        self.port = int(port)
+        self._app = app
+        self._runner: web.AppRunner | None = None
+
+    async def listen(self) -> None:
+        """Bind and serve in the background; returns once the socket accepts connections."""
+        self._runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        if self.port == 0 and self._runner.addresses:
+            self.port = int(self._runner.addresses[0][1])
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def metrics_app(exposition: Callable[[], bytes]) -> web.Application:
+    """An app serving ``exposition()`` on ``/metrics`` in the Prometheus text format."""
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(
+            body=exposition(), headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST}
+        )
+
+    app = web.Application()
+    app.router.add_get("/metrics", handle)
+    return app
+
+
+def probes_app(healthz: dict[str, Check], readyz: dict[str, Check]) -> web.Application:
+    """An app serving ``/healthz`` and ``/readyz`` (and ``/<probe>/<check>``)."""
+    app = web.Application()
+    for path, checks in (("/healthz", healthz), ("/readyz", readyz)):
+        handler = probe_handler(checks)
+        app.router.add_get(path, handler)
+        app.router.add_get(path + "/{check}", handler)
+    return app
