@@ -96,6 +96,16 @@ _JSON_NAMES = {
     ("networking.v1.IngressClassParametersReference", "aPIGroup"): "apiGroup",
 }
 
+# The meta.k8s.io kinds a reply can carry: errors (Status, unversioned, so ``v1``), watch frames and
+# metadata-only views. They are encoded, never decoded from a request body except DeleteOptions.
+_META_KINDS = {
+    ("meta.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
+    ("v1", "Status"): "apis.meta.v1.Status",
+    ("meta.k8s.io/v1", "WatchEvent"): "apis.meta.v1.WatchEvent",
+    ("meta.k8s.io/v1", "PartialObjectMetadata"): "apis.meta.v1.PartialObjectMetadata",
+    ("meta.k8s.io/v1", "PartialObjectMetadataList"): "apis.meta.v1.PartialObjectMetadataList",
+}
+
 # Registered-looking messages (they carry ObjectMeta) that are not API kinds.
 _NOT_KINDS = {
     "JobTemplateSpec",
@@ -219,7 +229,11 @@ def _kinds(messages: dict[str, _Message]) -> dict[tuple[str, str], str]:
             if any(f.name == "metadata" and f.type_name == "apis.meta.v1.ObjectMeta" for f in msg.fields):
                 kinds[(api_version, kind)] = name
         kinds[(api_version, "DeleteOptions")] = "apis.meta.v1.DeleteOptions"
-    kinds[("meta.k8s.io/v1", "DeleteOptions")] = "apis.meta.v1.DeleteOptions"
+    for (api_version, kind), name in list(kinds.items()):
+        listed = messages.get(name + "List")
+        if listed is not None and any(f.name == "items" and f.type_name == name for f in listed.fields):
+            kinds[(api_version, kind + "List")] = listed.name
+    kinds.update(_META_KINDS)
     return kinds
 
 

@@ -50,6 +50,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("webhooks", 11, 1, "admissionregistration.v1.MutatingWebhook"),
     },
+    "admissionregistration.v1.MutatingWebhookConfigurationList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "admissionregistration.v1.MutatingWebhookConfiguration"),
+    },
     "admissionregistration.v1.NamedRuleWithOperations": {
         1: ("resourceNames", 9, 1, ""),
         2: ("ruleWithOperations", 11, 4, "admissionregistration.v1.RuleWithOperations"),
@@ -92,11 +96,19 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("spec", 11, 0, "admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec"),
     },
+    "admissionregistration.v1.ValidatingAdmissionPolicyBindingList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "admissionregistration.v1.ValidatingAdmissionPolicyBinding"),
+    },
     "admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec": {
         1: ("policyName", 9, 0, ""),
         2: ("paramRef", 11, 2, "admissionregistration.v1.ParamRef"),
         3: ("matchResources", 11, 2, "admissionregistration.v1.MatchResources"),
         4: ("validationActions", 9, 1, ""),
+    },
+    "admissionregistration.v1.ValidatingAdmissionPolicyList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "admissionregistration.v1.ValidatingAdmissionPolicy"),
     },
     "admissionregistration.v1.ValidatingAdmissionPolicySpec": {
         1: ("paramKind", 11, 2, "admissionregistration.v1.ParamKind"),
@@ -128,6 +140,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
     "admissionregistration.v1.ValidatingWebhookConfiguration": {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("webhooks", 11, 1, "admissionregistration.v1.ValidatingWebhook"),
+    },
+    "admissionregistration.v1.ValidatingWebhookConfigurationList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "admissionregistration.v1.ValidatingWebhookConfiguration"),
     },
     "admissionregistration.v1.Validation": {
         1: ("expression", 9, 0, ""),
@@ -178,6 +194,12 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         2: ("operator", 9, 0, ""),
         3: ("values", 9, 1, ""),
     },
+    "apis.meta.v1.ListMeta": {
+        1: ("selfLink", 9, 0, ""),
+        2: ("resourceVersion", 9, 0, ""),
+        3: ("continue", 9, 0, ""),
+        4: ("remainingItemCount", 3, 2, ""),
+    },
     "apis.meta.v1.ManagedFieldsEntry": {
         1: ("manager", 9, 0, ""),
         2: ("operation", 9, 0, ""),
@@ -220,14 +242,50 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         6: ("controller", 8, 2, ""),
         7: ("blockOwnerDeletion", 8, 2, ""),
     },
+    "apis.meta.v1.PartialObjectMetadata": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
+    },
+    "apis.meta.v1.PartialObjectMetadataList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "apis.meta.v1.PartialObjectMetadata"),
+    },
     "apis.meta.v1.Preconditions": {
         1: ("uid", 9, 2, ""),
         2: ("resourceVersion", 9, 2, ""),
+    },
+    "apis.meta.v1.Status": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("status", 9, 0, ""),
+        3: ("message", 9, 0, ""),
+        4: ("reason", 9, 0, ""),
+        5: ("details", 11, 2, "apis.meta.v1.StatusDetails"),
+        6: ("code", 5, 0, ""),
+    },
+    "apis.meta.v1.StatusCause": {
+        1: ("reason", 9, 0, ""),
+        2: ("message", 9, 0, ""),
+        3: ("field", 9, 0, ""),
+    },
+    "apis.meta.v1.StatusDetails": {
+        1: ("name", 9, 0, ""),
+        2: ("group", 9, 0, ""),
+        3: ("kind", 9, 0, ""),
+        4: ("causes", 11, 1, "apis.meta.v1.StatusCause"),
+        5: ("retryAfterSeconds", 5, 0, ""),
+        6: ("uid", 9, 0, ""),
+    },
+    "apis.meta.v1.WatchEvent": {
+        1: ("type", 9, 0, ""),
+        2: ("object", 11, 0, "runtime.RawExtension"),
     },
     "apps.v1.ControllerRevision": {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("data", 11, 0, "runtime.RawExtension"),
         3: ("revision", 3, 0, ""),
+    },
+    "apps.v1.ControllerRevisionList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "apps.v1.ControllerRevision"),
     },
     "apps.v1.DaemonSet": {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
@@ -240,6 +298,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("lastTransitionTime", 11, 0, "apis.meta.v1.Time"),
         4: ("reason", 9, 0, ""),
         5: ("message", 9, 0, ""),
+    },
+    "apps.v1.DaemonSetList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "apps.v1.DaemonSet"),
     },
     "apps.v1.DaemonSetSpec": {
         1: ("selector", 11, 2, "apis.meta.v1.LabelSelector"),
@@ -277,6 +339,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         6: ("lastUpdateTime", 11, 0, "apis.meta.v1.Time"),
         7: ("lastTransitionTime", 11, 0, "apis.meta.v1.Time"),
     },
+    "apps.v1.DeploymentList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "apps.v1.Deployment"),
+    },
     "apps.v1.DeploymentSpec": {
         1: ("replicas", 5, 2, ""),
         2: ("selector", 11, 2, "apis.meta.v1.LabelSelector"),
@@ -312,6 +378,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("lastTransitionTime", 11, 0, "apis.meta.v1.Time"),
         4: ("reason", 9, 0, ""),
         5: ("message", 9, 0, ""),
+    },
+    "apps.v1.ReplicaSetList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "apps.v1.ReplicaSet"),
     },
     "apps.v1.ReplicaSetSpec": {
         1: ("replicas", 5, 2, ""),
@@ -350,6 +420,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("lastTransitionTime", 11, 0, "apis.meta.v1.Time"),
         4: ("reason", 9, 0, ""),
         5: ("message", 9, 0, ""),
+    },
+    "apps.v1.StatefulSetList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "apps.v1.StatefulSet"),
     },
     "apps.v1.StatefulSetOrdinals": {
         1: ("start", 5, 0, ""),
@@ -544,6 +618,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         2: ("spec", 11, 0, "autoscaling.v1.HorizontalPodAutoscalerSpec"),
         3: ("status", 11, 0, "autoscaling.v1.HorizontalPodAutoscalerStatus"),
     },
+    "autoscaling.v1.HorizontalPodAutoscalerList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "autoscaling.v1.HorizontalPodAutoscaler"),
+    },
     "autoscaling.v1.HorizontalPodAutoscalerSpec": {
         1: ("scaleTargetRef", 11, 0, "autoscaling.v1.CrossVersionObjectReference"),
         2: ("minReplicas", 5, 2, ""),
@@ -617,6 +695,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("lastTransitionTime", 11, 0, "apis.meta.v1.Time"),
         4: ("reason", 9, 0, ""),
         5: ("message", 9, 0, ""),
+    },
+    "autoscaling.v2.HorizontalPodAutoscalerList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "autoscaling.v2.HorizontalPodAutoscaler"),
     },
     "autoscaling.v2.HorizontalPodAutoscalerSpec": {
         1: ("scaleTargetRef", 11, 0, "autoscaling.v2.CrossVersionObjectReference"),
@@ -695,6 +777,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         2: ("spec", 11, 0, "batch.v1.CronJobSpec"),
         3: ("status", 11, 0, "batch.v1.CronJobStatus"),
     },
+    "batch.v1.CronJobList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "batch.v1.CronJob"),
+    },
     "batch.v1.CronJobSpec": {
         1: ("schedule", 9, 0, ""),
         2: ("startingDeadlineSeconds", 3, 2, ""),
@@ -722,6 +808,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         4: ("lastTransitionTime", 11, 0, "apis.meta.v1.Time"),
         5: ("reason", 9, 0, ""),
         6: ("message", 9, 0, ""),
+    },
+    "batch.v1.JobList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "batch.v1.Job"),
     },
     "batch.v1.JobSpec": {
         1: ("parallelism", 5, 2, ""),
@@ -799,6 +889,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         5: ("lastTransitionTime", 11, 0, "apis.meta.v1.Time"),
         6: ("status", 9, 0, ""),
     },
+    "certificates.v1.CertificateSigningRequestList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "certificates.v1.CertificateSigningRequest"),
+    },
     "certificates.v1.CertificateSigningRequestSpec": {
         1: ("request", 12, 2, ""),
         2: ("username", 9, 0, ""),
@@ -823,6 +917,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
     "coordination.v1.Lease": {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("spec", 11, 0, "coordination.v1.LeaseSpec"),
+    },
+    "coordination.v1.LeaseList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "coordination.v1.Lease"),
     },
     "coordination.v1.LeaseSpec": {
         1: ("holderIdentity", 9, 2, ""),
@@ -954,6 +1052,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("conditions", 11, 1, "core.v1.ComponentCondition"),
     },
+    "core.v1.ComponentStatusList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.ComponentStatus"),
+    },
     "core.v1.ConfigMap": {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("data", 100, 0, "core.v1.ConfigMap.DataEntry"),
@@ -976,6 +1078,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("localObjectReference", 11, 4, "core.v1.LocalObjectReference"),
         2: ("key", 9, 0, ""),
         3: ("optional", 8, 2, ""),
+    },
+    "core.v1.ConfigMapList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.ConfigMap"),
     },
     "core.v1.ConfigMapNodeConfigSource": {
         1: ("namespace", 9, 0, ""),
@@ -1121,6 +1227,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("subsets", 11, 1, "core.v1.EndpointSubset"),
     },
+    "core.v1.EndpointsList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.Endpoints"),
+    },
     "core.v1.EnvFromSource": {
         1: ("prefix", 9, 0, ""),
         2: ("configMapRef", 11, 2, "core.v1.ConfigMapEnvSource"),
@@ -1186,6 +1296,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         13: ("related", 11, 2, "core.v1.ObjectReference"),
         14: ("reportingComponent", 9, 0, ""),
         15: ("reportingInstance", 9, 0, ""),
+    },
+    "core.v1.EventList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.Event"),
     },
     "core.v1.EventSeries": {
         1: ("count", 5, 0, ""),
@@ -1356,6 +1470,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("key", 9, 2, ""),
         2: ("value", 11, 2, "api.resource.Quantity"),
     },
+    "core.v1.LimitRangeList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.LimitRange"),
+    },
     "core.v1.LimitRangeSpec": {
         1: ("limits", 11, 1, "core.v1.LimitRangeItem"),
     },
@@ -1401,6 +1519,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         5: ("reason", 9, 0, ""),
         6: ("message", 9, 0, ""),
     },
+    "core.v1.NamespaceList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.Namespace"),
+    },
     "core.v1.NamespaceSpec": {
         1: ("finalizers", 9, 1, ""),
     },
@@ -1443,6 +1565,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
     },
     "core.v1.NodeFeatures": {
         1: ("supplementalGroupsPolicy", 8, 2, ""),
+    },
+    "core.v1.NodeList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.Node"),
     },
     "core.v1.NodeRuntimeHandler": {
         1: ("name", 9, 0, ""),
@@ -1539,6 +1665,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         5: ("reason", 9, 0, ""),
         6: ("message", 9, 0, ""),
     },
+    "core.v1.PersistentVolumeClaimList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.PersistentVolumeClaim"),
+    },
     "core.v1.PersistentVolumeClaimSpec": {
         1: ("accessModes", 9, 1, ""),
         2: ("resources", 11, 0, "core.v1.VolumeResourceRequirements"),
@@ -1584,6 +1714,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
     "core.v1.PersistentVolumeClaimVolumeSource": {
         1: ("claimName", 9, 0, ""),
         2: ("readOnly", 8, 0, ""),
+    },
+    "core.v1.PersistentVolumeList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.PersistentVolume"),
     },
     "core.v1.PersistentVolumeSource": {
         1: ("gcePersistentDisk", 11, 2, "core.v1.GCEPersistentDiskVolumeSource"),
@@ -1675,6 +1809,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
     },
     "core.v1.PodIP": {
         1: ("ip", 9, 0, ""),
+    },
+    "core.v1.PodList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.Pod"),
     },
     "core.v1.PodOS": {
         1: ("name", 9, 0, ""),
@@ -1781,6 +1919,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("template", 11, 0, "core.v1.PodTemplateSpec"),
     },
+    "core.v1.PodTemplateList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.PodTemplate"),
+    },
     "core.v1.PodTemplateSpec": {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("spec", 11, 0, "core.v1.PodSpec"),
@@ -1858,6 +2000,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         4: ("reason", 9, 0, ""),
         5: ("message", 9, 0, ""),
     },
+    "core.v1.ReplicationControllerList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.ReplicationController"),
+    },
     "core.v1.ReplicationControllerSpec": {
         1: ("replicas", 5, 2, ""),
         2: ("selector", 100, 0, "core.v1.ReplicationControllerSpec.SelectorEntry"),
@@ -1893,6 +2039,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("spec", 11, 0, "core.v1.ResourceQuotaSpec"),
         3: ("status", 11, 0, "core.v1.ResourceQuotaStatus"),
+    },
+    "core.v1.ResourceQuotaList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.ResourceQuota"),
     },
     "core.v1.ResourceQuotaSpec": {
         1: ("hard", 100, 0, "core.v1.ResourceQuotaSpec.HardEntry"),
@@ -1998,6 +2148,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         2: ("key", 9, 0, ""),
         3: ("optional", 8, 2, ""),
     },
+    "core.v1.SecretList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.Secret"),
+    },
     "core.v1.SecretProjection": {
         1: ("localObjectReference", 11, 4, "core.v1.LocalObjectReference"),
         2: ("items", 11, 1, "core.v1.KeyToPath"),
@@ -2038,10 +2192,18 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("imagePullSecrets", 11, 1, "core.v1.LocalObjectReference"),
         4: ("automountServiceAccountToken", 8, 2, ""),
     },
+    "core.v1.ServiceAccountList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.ServiceAccount"),
+    },
     "core.v1.ServiceAccountTokenProjection": {
         1: ("audience", 9, 0, ""),
         2: ("expirationSeconds", 3, 2, ""),
         3: ("path", 9, 0, ""),
+    },
+    "core.v1.ServiceList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "core.v1.Service"),
     },
     "core.v1.ServicePort": {
         1: ("name", 9, 0, ""),
@@ -2277,6 +2439,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("ports", 11, 1, "discovery.v1.EndpointPort"),
         4: ("addressType", 9, 0, ""),
     },
+    "discovery.v1.EndpointSliceList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "discovery.v1.EndpointSlice"),
+    },
     "discovery.v1.ForZone": {
         1: ("name", 9, 0, ""),
     },
@@ -2296,6 +2462,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         13: ("deprecatedFirstTimestamp", 11, 0, "apis.meta.v1.Time"),
         14: ("deprecatedLastTimestamp", 11, 0, "apis.meta.v1.Time"),
         15: ("deprecatedCount", 5, 0, ""),
+    },
+    "events.v1.EventList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "events.v1.Event"),
     },
     "events.v1.EventSeries": {
         1: ("count", 5, 0, ""),
@@ -2319,6 +2489,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("lastTransitionTime", 11, 0, "apis.meta.v1.Time"),
         4: ("reason", 9, 0, ""),
         5: ("message", 9, 0, ""),
+    },
+    "flowcontrol.v1.FlowSchemaList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "flowcontrol.v1.FlowSchema"),
     },
     "flowcontrol.v1.FlowSchemaSpec": {
         1: ("priorityLevelConfiguration", 11, 0, "flowcontrol.v1.PriorityLevelConfigurationReference"),
@@ -2362,6 +2536,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("lastTransitionTime", 11, 0, "apis.meta.v1.Time"),
         4: ("reason", 9, 0, ""),
         5: ("message", 9, 0, ""),
+    },
+    "flowcontrol.v1.PriorityLevelConfigurationList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "flowcontrol.v1.PriorityLevelConfiguration"),
     },
     "flowcontrol.v1.PriorityLevelConfigurationReference": {
         1: ("name", 9, 0, ""),
@@ -2424,6 +2602,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("spec", 11, 0, "networking.v1.IngressClassSpec"),
     },
+    "networking.v1.IngressClassList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "networking.v1.IngressClass"),
+    },
     "networking.v1.IngressClassParametersReference": {
         1: ("apiGroup", 9, 2, ""),
         2: ("kind", 9, 0, ""),
@@ -2434,6 +2616,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
     "networking.v1.IngressClassSpec": {
         1: ("controller", 9, 0, ""),
         2: ("parameters", 11, 2, "networking.v1.IngressClassParametersReference"),
+    },
+    "networking.v1.IngressList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "networking.v1.Ingress"),
     },
     "networking.v1.IngressLoadBalancerIngress": {
         1: ("ip", 9, 0, ""),
@@ -2484,6 +2670,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("ports", 11, 1, "networking.v1.NetworkPolicyPort"),
         2: ("from", 11, 1, "networking.v1.NetworkPolicyPeer"),
     },
+    "networking.v1.NetworkPolicyList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "networking.v1.NetworkPolicy"),
+    },
     "networking.v1.NetworkPolicyPeer": {
         1: ("podSelector", 11, 2, "apis.meta.v1.LabelSelector"),
         2: ("namespaceSelector", 11, 2, "apis.meta.v1.LabelSelector"),
@@ -2517,6 +2707,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("overhead", 11, 2, "node.v1.Overhead"),
         4: ("scheduling", 11, 2, "node.v1.Scheduling"),
     },
+    "node.v1.RuntimeClassList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "node.v1.RuntimeClass"),
+    },
     "node.v1.Scheduling": {
         1: ("nodeSelector", 100, 0, "node.v1.Scheduling.NodeSelectorEntry"),
         2: ("tolerations", 11, 1, "core.v1.Toleration"),
@@ -2533,6 +2727,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("spec", 11, 0, "policy.v1.PodDisruptionBudgetSpec"),
         3: ("status", 11, 0, "policy.v1.PodDisruptionBudgetStatus"),
+    },
+    "policy.v1.PodDisruptionBudgetList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "policy.v1.PodDisruptionBudget"),
     },
     "policy.v1.PodDisruptionBudgetSpec": {
         1: ("minAvailable", 11, 2, "util.intstr.IntOrString"),
@@ -2566,6 +2764,14 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         2: ("subjects", 11, 1, "rbac.v1.Subject"),
         3: ("roleRef", 11, 0, "rbac.v1.RoleRef"),
     },
+    "rbac.v1.ClusterRoleBindingList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "rbac.v1.ClusterRoleBinding"),
+    },
+    "rbac.v1.ClusterRoleList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "rbac.v1.ClusterRole"),
+    },
     "rbac.v1.PolicyRule": {
         1: ("verbs", 9, 1, ""),
         2: ("apiGroups", 9, 1, ""),
@@ -2581,6 +2787,14 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("subjects", 11, 1, "rbac.v1.Subject"),
         3: ("roleRef", 11, 0, "rbac.v1.RoleRef"),
+    },
+    "rbac.v1.RoleBindingList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "rbac.v1.RoleBinding"),
+    },
+    "rbac.v1.RoleList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "rbac.v1.Role"),
     },
     "rbac.v1.RoleRef": {
         1: ("apiGroup", 9, 0, ""),
@@ -2600,9 +2814,17 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         4: ("description", 9, 0, ""),
         5: ("preemptionPolicy", 9, 2, ""),
     },
+    "scheduling.v1.PriorityClassList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "scheduling.v1.PriorityClass"),
+    },
     "storage.v1.CSIDriver": {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("spec", 11, 0, "storage.v1.CSIDriverSpec"),
+    },
+    "storage.v1.CSIDriverList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "storage.v1.CSIDriver"),
     },
     "storage.v1.CSIDriverSpec": {
         1: ("attachRequired", 8, 2, ""),
@@ -2624,6 +2846,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("topologyKeys", 9, 1, ""),
         4: ("allocatable", 11, 2, "storage.v1.VolumeNodeResources"),
     },
+    "storage.v1.CSINodeList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "storage.v1.CSINode"),
+    },
     "storage.v1.CSINodeSpec": {
         1: ("drivers", 11, 1, "storage.v1.CSINodeDriver"),
     },
@@ -2633,6 +2859,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         3: ("storageClassName", 9, 0, ""),
         4: ("capacity", 11, 2, "api.resource.Quantity"),
         5: ("maximumVolumeSize", 11, 2, "api.resource.Quantity"),
+    },
+    "storage.v1.CSIStorageCapacityList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "storage.v1.CSIStorageCapacity"),
     },
     "storage.v1.StorageClass": {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
@@ -2648,6 +2878,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("key", 9, 2, ""),
         2: ("value", 9, 2, ""),
     },
+    "storage.v1.StorageClassList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "storage.v1.StorageClass"),
+    },
     "storage.v1.TokenRequest": {
         1: ("audience", 9, 0, ""),
         2: ("expirationSeconds", 3, 2, ""),
@@ -2656,6 +2890,10 @@ MESSAGES: Final[dict[str, dict[int, FieldRow]]] = {
         1: ("metadata", 11, 0, "apis.meta.v1.ObjectMeta"),
         2: ("spec", 11, 0, "storage.v1.VolumeAttachmentSpec"),
         3: ("status", 11, 0, "storage.v1.VolumeAttachmentStatus"),
+    },
+    "storage.v1.VolumeAttachmentList": {
+        1: ("metadata", 11, 0, "apis.meta.v1.ListMeta"),
+        2: ("items", 11, 1, "storage.v1.VolumeAttachment"),
     },
     "storage.v1.VolumeAttachmentSource": {
         1: ("persistentVolumeName", 9, 2, ""),
@@ -2706,6 +2944,10 @@ KINDS: Final[dict[tuple[str, str], str]] = {
     ): "admissionregistration.v1.MutatingWebhookConfiguration",
     (
         "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfigurationList",
+    ): "admissionregistration.v1.MutatingWebhookConfigurationList",
+    (
+        "admissionregistration.k8s.io/v1",
         "ValidatingAdmissionPolicy",
     ): "admissionregistration.v1.ValidatingAdmissionPolicy",
     (
@@ -2714,14 +2956,31 @@ KINDS: Final[dict[tuple[str, str], str]] = {
     ): "admissionregistration.v1.ValidatingAdmissionPolicyBinding",
     (
         "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBindingList",
+    ): "admissionregistration.v1.ValidatingAdmissionPolicyBindingList",
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyList",
+    ): "admissionregistration.v1.ValidatingAdmissionPolicyList",
+    (
+        "admissionregistration.k8s.io/v1",
         "ValidatingWebhookConfiguration",
     ): "admissionregistration.v1.ValidatingWebhookConfiguration",
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfigurationList",
+    ): "admissionregistration.v1.ValidatingWebhookConfigurationList",
     ("apps/v1", "ControllerRevision"): "apps.v1.ControllerRevision",
+    ("apps/v1", "ControllerRevisionList"): "apps.v1.ControllerRevisionList",
     ("apps/v1", "DaemonSet"): "apps.v1.DaemonSet",
+    ("apps/v1", "DaemonSetList"): "apps.v1.DaemonSetList",
     ("apps/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("apps/v1", "Deployment"): "apps.v1.Deployment",
+    ("apps/v1", "DeploymentList"): "apps.v1.DeploymentList",
     ("apps/v1", "ReplicaSet"): "apps.v1.ReplicaSet",
+    ("apps/v1", "ReplicaSetList"): "apps.v1.ReplicaSetList",
     ("apps/v1", "StatefulSet"): "apps.v1.StatefulSet",
+    ("apps/v1", "StatefulSetList"): "apps.v1.StatefulSetList",
     ("authentication.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "authentication.v1.SelfSubjectReview",
     ("authentication.k8s.io/v1", "TokenRequest"): "authentication.v1.TokenRequest",
@@ -2733,65 +2992,116 @@ KINDS: Final[dict[tuple[str, str], str]] = {
     ("authorization.k8s.io/v1", "SubjectAccessReview"): "authorization.v1.SubjectAccessReview",
     ("autoscaling/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("autoscaling/v1", "HorizontalPodAutoscaler"): "autoscaling.v1.HorizontalPodAutoscaler",
+    ("autoscaling/v1", "HorizontalPodAutoscalerList"): "autoscaling.v1.HorizontalPodAutoscalerList",
     ("autoscaling/v1", "Scale"): "autoscaling.v1.Scale",
     ("autoscaling/v2", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("autoscaling/v2", "HorizontalPodAutoscaler"): "autoscaling.v2.HorizontalPodAutoscaler",
+    ("autoscaling/v2", "HorizontalPodAutoscalerList"): "autoscaling.v2.HorizontalPodAutoscalerList",
     ("batch/v1", "CronJob"): "batch.v1.CronJob",
+    ("batch/v1", "CronJobList"): "batch.v1.CronJobList",
     ("batch/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("batch/v1", "Job"): "batch.v1.Job",
+    ("batch/v1", "JobList"): "batch.v1.JobList",
     ("certificates.k8s.io/v1", "CertificateSigningRequest"): "certificates.v1.CertificateSigningRequest",
+    (
+        "certificates.k8s.io/v1",
+        "CertificateSigningRequestList",
+    ): "certificates.v1.CertificateSigningRequestList",
     ("certificates.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("coordination.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("coordination.k8s.io/v1", "Lease"): "coordination.v1.Lease",
+    ("coordination.k8s.io/v1", "LeaseList"): "coordination.v1.LeaseList",
     ("discovery.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("discovery.k8s.io/v1", "EndpointSlice"): "discovery.v1.EndpointSlice",
+    ("discovery.k8s.io/v1", "EndpointSliceList"): "discovery.v1.EndpointSliceList",
     ("events.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("events.k8s.io/v1", "Event"): "events.v1.Event",
+    ("events.k8s.io/v1", "EventList"): "events.v1.EventList",
     ("flowcontrol.apiserver.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema"): "flowcontrol.v1.FlowSchema",
+    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchemaList"): "flowcontrol.v1.FlowSchemaList",
     (
         "flowcontrol.apiserver.k8s.io/v1",
         "PriorityLevelConfiguration",
     ): "flowcontrol.v1.PriorityLevelConfiguration",
+    (
+        "flowcontrol.apiserver.k8s.io/v1",
+        "PriorityLevelConfigurationList",
+    ): "flowcontrol.v1.PriorityLevelConfigurationList",
     ("meta.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
+    ("meta.k8s.io/v1", "PartialObjectMetadata"): "apis.meta.v1.PartialObjectMetadata",
+    ("meta.k8s.io/v1", "PartialObjectMetadataList"): "apis.meta.v1.PartialObjectMetadataList",
+    ("meta.k8s.io/v1", "WatchEvent"): "apis.meta.v1.WatchEvent",
     ("networking.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("networking.k8s.io/v1", "Ingress"): "networking.v1.Ingress",
     ("networking.k8s.io/v1", "IngressClass"): "networking.v1.IngressClass",
+    ("networking.k8s.io/v1", "IngressClassList"): "networking.v1.IngressClassList",
+    ("networking.k8s.io/v1", "IngressList"): "networking.v1.IngressList",
     ("networking.k8s.io/v1", "NetworkPolicy"): "networking.v1.NetworkPolicy",
+    ("networking.k8s.io/v1", "NetworkPolicyList"): "networking.v1.NetworkPolicyList",
     ("node.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("node.k8s.io/v1", "RuntimeClass"): "node.v1.RuntimeClass",
+    ("node.k8s.io/v1", "RuntimeClassList"): "node.v1.RuntimeClassList",
     ("policy/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("policy/v1", "Eviction"): "policy.v1.Eviction",
     ("policy/v1", "PodDisruptionBudget"): "policy.v1.PodDisruptionBudget",
+    ("policy/v1", "PodDisruptionBudgetList"): "policy.v1.PodDisruptionBudgetList",
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "rbac.v1.ClusterRole",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "rbac.v1.ClusterRoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBindingList"): "rbac.v1.ClusterRoleBindingList",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleList"): "rbac.v1.ClusterRoleList",
     ("rbac.authorization.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("rbac.authorization.k8s.io/v1", "Role"): "rbac.v1.Role",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "rbac.v1.RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "RoleBindingList"): "rbac.v1.RoleBindingList",
+    ("rbac.authorization.k8s.io/v1", "RoleList"): "rbac.v1.RoleList",
     ("scheduling.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("scheduling.k8s.io/v1", "PriorityClass"): "scheduling.v1.PriorityClass",
+    ("scheduling.k8s.io/v1", "PriorityClassList"): "scheduling.v1.PriorityClassList",
     ("storage.k8s.io/v1", "CSIDriver"): "storage.v1.CSIDriver",
+    ("storage.k8s.io/v1", "CSIDriverList"): "storage.v1.CSIDriverList",
     ("storage.k8s.io/v1", "CSINode"): "storage.v1.CSINode",
+    ("storage.k8s.io/v1", "CSINodeList"): "storage.v1.CSINodeList",
     ("storage.k8s.io/v1", "CSIStorageCapacity"): "storage.v1.CSIStorageCapacity",
+    ("storage.k8s.io/v1", "CSIStorageCapacityList"): "storage.v1.CSIStorageCapacityList",
     ("storage.k8s.io/v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("storage.k8s.io/v1", "StorageClass"): "storage.v1.StorageClass",
+    ("storage.k8s.io/v1", "StorageClassList"): "storage.v1.StorageClassList",
     ("storage.k8s.io/v1", "VolumeAttachment"): "storage.v1.VolumeAttachment",
+    ("storage.k8s.io/v1", "VolumeAttachmentList"): "storage.v1.VolumeAttachmentList",
     ("v1", "Binding"): "core.v1.Binding",
     ("v1", "ComponentStatus"): "core.v1.ComponentStatus",
+    ("v1", "ComponentStatusList"): "core.v1.ComponentStatusList",
     ("v1", "ConfigMap"): "core.v1.ConfigMap",
+    ("v1", "ConfigMapList"): "core.v1.ConfigMapList",
     ("v1", "DeleteOptions"): "apis.meta.v1.DeleteOptions",
     ("v1", "Endpoints"): "core.v1.Endpoints",
+    ("v1", "EndpointsList"): "core.v1.EndpointsList",
     ("v1", "Event"): "core.v1.Event",
+    ("v1", "EventList"): "core.v1.EventList",
     ("v1", "LimitRange"): "core.v1.LimitRange",
+    ("v1", "LimitRangeList"): "core.v1.LimitRangeList",
     ("v1", "Namespace"): "core.v1.Namespace",
+    ("v1", "NamespaceList"): "core.v1.NamespaceList",
     ("v1", "Node"): "core.v1.Node",
+    ("v1", "NodeList"): "core.v1.NodeList",
     ("v1", "PersistentVolume"): "core.v1.PersistentVolume",
     ("v1", "PersistentVolumeClaim"): "core.v1.PersistentVolumeClaim",
+    ("v1", "PersistentVolumeClaimList"): "core.v1.PersistentVolumeClaimList",
+    ("v1", "PersistentVolumeList"): "core.v1.PersistentVolumeList",
     ("v1", "Pod"): "core.v1.Pod",
+    ("v1", "PodList"): "core.v1.PodList",
     ("v1", "PodTemplate"): "core.v1.PodTemplate",
+    ("v1", "PodTemplateList"): "core.v1.PodTemplateList",
     ("v1", "ReplicationController"): "core.v1.ReplicationController",
+    ("v1", "ReplicationControllerList"): "core.v1.ReplicationControllerList",
     ("v1", "ResourceQuota"): "core.v1.ResourceQuota",
+    ("v1", "ResourceQuotaList"): "core.v1.ResourceQuotaList",
     ("v1", "Secret"): "core.v1.Secret",
+    ("v1", "SecretList"): "core.v1.SecretList",
     ("v1", "Service"): "core.v1.Service",
     ("v1", "ServiceAccount"): "core.v1.ServiceAccount",
+    ("v1", "ServiceAccountList"): "core.v1.ServiceAccountList",
+    ("v1", "ServiceList"): "core.v1.ServiceList",
+    ("v1", "Status"): "apis.meta.v1.Status",
 }

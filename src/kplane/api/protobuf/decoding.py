@@ -56,6 +56,15 @@ _WIRE_TYPE = (
 
 _ZERO: dict[int, Any] = {_STRING: "", _BYTES: "", _BOOL: False}
 
+# Kinds a request body may carry: the tables also describe lists, Status, WatchEvent and the
+# metadata views, which only replies hold.
+_REPLY_ONLY = {"Status", "WatchEvent", "PartialObjectMetadata", "PartialObjectMetadataList"}
+_REQUEST_KINDS = {
+    key: name
+    for key, name in _tables.KINDS.items()
+    if not key[1].endswith("List") and key[1] not in _REPLY_ONLY
+}
+
 
 def _number(ftype: int, raw: int) -> int | float | bool:
     """Interpret an integer read off the wire as a value of scalar type ``ftype``."""
@@ -280,7 +289,7 @@ def decode(body: bytes) -> dict[str, Any]:
     message, an unsupported kind or a value Go's JSON encoder would refuse.
     """
     api_version, kind, raw = unwrap(body)
-    name = _tables.KINDS.get((api_version, kind))
+    name = _REQUEST_KINDS.get((api_version, kind))
     if name is None:
         raise wire.ProtobufError(f"no protobuf decoder for apiVersion {api_version!r}, kind {kind!r}")
     obj: dict[str, Any] = {"kind": kind, "apiVersion": api_version}
@@ -293,4 +302,4 @@ def decode(body: bytes) -> dict[str, Any]:
 
 def supported_kinds() -> set[tuple[str, str]]:
     """The ``(apiVersion, kind)`` pairs ``decode`` understands."""
-    return set(_tables.KINDS)
+    return set(_REQUEST_KINDS)

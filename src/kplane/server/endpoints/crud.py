@@ -10,7 +10,7 @@ from aiohttp import web
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.server.endpoints import negotiation, patching
-from kplane.server.endpoints.scope import Scope, json_response
+from kplane.server.endpoints.scope import Scope
 from kplane.server.registry.objects import check_type, rfc3339
 from kplane.server.registry.store import DeleteOptions
 
@@ -188,7 +188,7 @@ async def delete(scope: Scope) -> web.StreamResponse:
     opts = await delete_options(scope)
     obj, deleted_now = await scope.registry.delete(scope.record, scope.info.namespace, scope.info.name, opts)
     if not deleted_now or scope.record.return_deleted_object:
-        return json_response(obj)
+        return scope.respond_plain(obj)
     meta = obj.get("metadata") or {}
     details: Object = {
         "name": meta.get("name", scope.info.name),
@@ -197,6 +197,6 @@ async def delete(scope: Scope) -> web.StreamResponse:
     }
     if scope.record.group:
         details["group"] = scope.record.group
-    return json_response(
+    return scope.respond_plain(
         {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
     )

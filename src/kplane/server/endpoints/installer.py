@@ -26,7 +26,7 @@ from kplane.server.endpoints import (
     requestinfo,
     scale,
 )
-from kplane.server.endpoints.scope import Scope
+from kplane.server.endpoints.scope import Scope, protobuf_encodable
 from kplane.server.registry.store import Registry
 
 Handler = Callable[[Scope], Awaitable[web.StreamResponse]]
@@ -81,7 +81,12 @@ class APIHandler:
             registry=self.registry,
             storage=self.storage,
             clock=self.clock,
-            form=negotiation.response_form(request.headers.get("Accept"), request.query.get("includeObject")),
+            form=negotiation.response_form(
+                request.headers.get("Accept"),
+                request.query.get("includeObject"),
+                protobuf_ok=lambda: protobuf_encodable(record),
+                stream=info.verb == "watch",
+            ),
             watch_bookmark_interval=self.watch_bookmark_interval,
         )
         return await handler(scope)

@@ -15,13 +15,15 @@ from kplane.api.catalog import ResourceRecord
 from kplane.server.endpoints import negotiation
 from kplane.server.endpoints.crud import delete_options
 from kplane.server.endpoints.requestinfo import parse_bool
-from kplane.server.endpoints.scope import Scope, json_response
+from kplane.server.endpoints.scope import Scope
 from kplane.server.registry import listing, selection, watching
 from kplane.server.registry.objects import to_version
 
 if TYPE_CHECKING:
+    from kplane.api import protobuf
     from kplane.server.endpoints import table
 else:
+    protobuf = lazy_module("kplane.api.protobuf")  # loaded with the first protobuf request
     table = lazy_module("kplane.server.endpoints.table")  # loaded with the first Table request
 
 Object = dict[str, Any]
@@ -55,7 +57,10 @@ async def list_(scope: Scope) -> web.StreamResponse:
     items = page.items
     if scope.record.custom:
         items = [to_version(scope.record, o) for o in items]
-    if scope.form.table:
+    form = scope.form
+    if form.error is not None:
+        raise form.error
+    if form.table:
         tbl = table.table(
             scope.record,
             items,
@@ -65,19 +70,22 @@ async def list_(scope: Scope) -> web.StreamResponse:
             remaining=page.remaining,
             now=scope.clock.now(),
         )
-        return web.Response(body=orjson.dumps(tbl), headers={"Content-Type": negotiation.TABLE_CONTENT_TYPE})
+        content_type = negotiation.TABLE_CONTENT_TYPE if form.media == negotiation.JSON else form.media
+        return web.Response(body=negotiation.encode(tbl, form.media), headers={"Content-Type": content_type})
     meta: Object = {"resourceVersion": page.resource_version}
     if page.continue_token:
         meta["continue"] = page.continue_token
         if page.remaining is not None:
             meta["remainingItemCount"] = page.remaining
-    body = {
-        "kind": scope.record.list_kind,
-        "apiVersion": scope.record.api_version,
-        "metadata": meta,
-        "items": items,
-    }
-    return web.Response(body=orjson.dumps(body), headers={"Content-Type": "application/json"})
+    record = scope.record
+    if form.media == negotiation.PROTOBUF:
+        encoded = (protobuf.item_message(record.api_version, record.kind, o) for o in items)
+        body = protobuf.encode_list(record.api_version, record.list_kind, meta, encoded)
+        return web.Response(body=body, headers={"Content-Type": negotiation.PROTOBUF})
+    listed = {"kind": record.list_kind, "apiVersion": record.api_version, "metadata": meta, "items": items}
+    if form.media == negotiation.YAML:
+        return web.Response(body=negotiation.dumps_yaml(listed), headers={"Content-Type": negotiation.YAML})
+    return web.Response(body=orjson.dumps(listed), headers={"Content-Type": "application/json"})
 
 
 async def watch(scope: Scope) -> web.StreamResponse:
@@ -102,11 +110,15 @@ async def watch(scope: Scope) -> web.StreamResponse:
     # Refuse bad options and selectors with a Status before committing to a 200 stream.
     watching.validate_watch(opts)
     selection.Selection.parse(scope.record, opts.label_selector, opts.field_selector)
+    if scope.form.error is not None:
+        raise scope.form.error
     events = watching.watch_objects(scope.storage, scope.record, scope.info.namespace, opts, scope.clock)
     as_table = scope.form.table
-    resp = web.StreamResponse(
-        headers={"Content-Type": negotiation.TABLE_CONTENT_TYPE if as_table else "application/json"}
-    )
+    as_protobuf = scope.form.media == negotiation.PROTOBUF
+    content_type = negotiation.TABLE_CONTENT_TYPE if as_table else "application/json"
+    if as_protobuf:
+        content_type = negotiation.PROTOBUF_WATCH
+    resp = web.StreamResponse(headers={"Content-Type": content_type})
     resp.enable_chunked_encoding()
     await resp.prepare(scope.request)
     try:
@@ -118,7 +130,7 @@ async def watch(scope: Scope) -> web.StreamResponse:
                 first_row = False
                 line = orjson.dumps(payload) + b"\n"
             else:
-                line = _encode(item, scope.record)
+                line = _encode(item, scope.record, protobuf_frames=as_protobuf)
             await resp.write(line)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
@@ -127,21 +139,27 @@ async def watch(scope: Scope) -> web.StreamResponse:
     return resp
 
 
-def _encode(item: watching.WatchItem, record: ResourceRecord) -> bytes:
-    """The event's line; encoded once per (type, version) and shared by every watcher."""
+def _encode(item: watching.WatchItem, record: ResourceRecord, *, protobuf_frames: bool = False) -> bytes:
+    """The event's JSON line or protobuf frame; encoded once per (type, version, encoding) and
+    shared by every watcher."""
     obj = to_version(record, item.object) if item.type != "ERROR" else item.object
+    encode = _frame if protobuf_frames else _line
     ev = item.event
     if ev is not None:
-        memo = (item.type, record.api_version)
+        memo = (item.type, record.api_version, protobuf_frames)
         cached = ev.encoded.get(memo)
         if cached is None:
-            cached = ev.encoded[memo] = _line(item.type, obj)
+            cached = ev.encoded[memo] = encode(item.type, obj)
         return cached
-    return _line(item.type, obj)
+    return encode(item.type, obj)
 
 
 def _line(kind: str, obj: Object) -> bytes:
     return b'{"type":"' + kind.encode() + b'","object":' + orjson.dumps(obj) + b"}\n"
+
+
+def _frame(kind: str, obj: Object) -> bytes:
+    return protobuf.watch_frame(kind, protobuf.encode(obj))
 
 
 async def delete_collection(scope: Scope) -> web.StreamResponse:
@@ -167,4 +185,4 @@ async def delete_collection(scope: Scope) -> web.StreamResponse:
         "metadata": {"resourceVersion": str(scope.storage.current_revision())},
         "items": deleted,
     }
-    return json_response(body)
+    return scope.respond_plain(body)

@@ -9,6 +9,7 @@ for one.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -137,46 +138,177 @@ def _loads_yaml(body: bytes) -> Any:
         raise errors.BadRequest(f"the request body is not valid YAML: {err}") from None
 
 
+# --- responses ------------------------------------------------------------------------------
+#
+# Upstream (apiserver handlers/negotiation/negotiate.go): the Accept header's clauses, ordered by
+# q then specificity, are tried in turn against the serializers in the order JSON, YAML, protobuf;
+# the first clause a serializer matches (exact, ``type/*`` or ``*/*``) whose parameters the
+# endpoint allows wins. ``as=Table`` is allowed in JSON and YAML only; custom resources (and the
+# kinds without protobuf descriptors) cannot be written as protobuf; ``stream=watch`` needs a
+# stream serializer (JSON or protobuf, not YAML). Nothing acceptable: 406 with the list below.
+# An error is negotiated the same way without transformations; when even that fails it is written
+# as indented JSON (responsewriters.WriteRawJSON).
+
+MEDIA_TYPES = (JSON, YAML, PROTOBUF)
+STREAM_MEDIA_TYPES = (JSON, PROTOBUF)
+PROTOBUF_WATCH = PROTOBUF + ";stream=watch"
+_NOT_ACCEPTABLE = "only the following media types are accepted: "
+
+
 @dataclass(frozen=True, slots=True)
 class ResponseForm:
-    """How to render the response: a plain object, or a Table (with which row objects)."""
+    """How to render a reply: its media type, and whether as a Table (with which row objects).
+
+    ``error`` is set when the Accept header allows nothing this endpoint can write; it is raised
+    only when a successful body is about to be written, so an error found first keeps its code.
+    """
 
     table: bool = False
     include_object: Literal["None", "Metadata", "Object"] = "Metadata"
+    media: str = JSON
+    error: errors.APIError | None = None
 
 
-_SERVABLE = frozenset({JSON, "*/*", "application/*", PROTOBUF, YAML, "application/json-patch+json"})
+@dataclass(frozen=True, slots=True)
+class _Clause:
+    type: str
+    subtype: str
+    q: float
+    params: dict[str, str]
 
 
-def response_form(accept: str | None, include_object: str | None) -> ResponseForm:
-    """A Table when the first acceptable media range that we can serve asks ``as=Table``; plain JSON
-    for anything else we can serve (protobuf and YAML askers also accept JSON); 406 when the
-    header names only media types we cannot produce."""
-    if not accept:
-        return ResponseForm()
-    servable = False
+def _clauses(accept: str) -> list[_Clause]:
+    """The header's media ranges, best first: higher q, then ``*`` types after concrete ones."""
+    out: list[_Clause] = []
     for part in accept.split(","):
         fields = [f.strip() for f in part.split(";")]
-        mt = fields[0].lower()
-        params = {}
+        if not fields[0]:
+            continue
+        kind, _, sub = fields[0].lower().partition("/")
+        params: dict[str, str] = {}
+        q = 1.0
         for f in fields[1:]:
             k, _, v = f.partition("=")
-            params[k.strip().lower()] = v.strip()
-        if params.get("q") == "0":
-            continue
-        if params.get("as") == "Table" and params.get("g") == "meta.k8s.io" and mt == JSON:
-            if params.get("v") in ("v1", "v1beta1"):
-                inc = include_object if include_object in ("None", "Metadata", "Object") else "Metadata"
-                return ResponseForm(True, inc)  # type: ignore[arg-type]
-            continue
-        if params.get("as"):
-            servable = servable or mt == JSON  # PartialObjectMetadata and friends: plain JSON
-            continue
-        if mt in _SERVABLE:
-            return ResponseForm()
-    if servable or not accept.strip():
-        return ResponseForm()
-    raise errors.NotAcceptable(
-        "only the following media types are accepted: application/json, application/yaml, "
-        "application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io"
-    )
+            k = k.strip().lower()
+            if k == "q":
+                try:
+                    q = float(v)
+                except ValueError:
+                    q = 0.0
+            elif k:
+                params[k] = v.strip()
+        out.append(_Clause(kind.strip(), sub.strip() or "*", q, params))
+    out.sort(key=lambda c: (-c.q, c.type == "*", c.subtype == "*"))
+    return out
+
+
+def _allows(media: str, params: dict[str, str], *, transforms: bool) -> tuple[bool, bool]:
+    """Whether the clause's parameters allow writing ``media`` here; and whether it asks a Table."""
+    if params.get("stream") and (media == YAML or params["stream"] != "watch"):
+        return False, False
+    if params.get("sv") and (not transforms or params["sv"] != "v1"):
+        return False, False
+    target = [params.get(k) for k in ("as", "g", "v")]
+    if not any(target):
+        return True, False
+    if not transforms or target[1] != "meta.k8s.io" or target[2] not in ("v1", "v1beta1"):
+        return False, False
+    if target[0] == "Table":
+        return media in (JSON, YAML), True
+    # PartialObjectMetadata(List): answered as the plain object in JSON, as before; not in protobuf
+    # or YAML, where a client would decode the full object as metadata.
+    return media == JSON and target[0] in ("PartialObjectMetadata", "PartialObjectMetadataList"), False
+
+
+def _matches(clause: _Clause, media: str) -> bool:
+    kind, _, sub = media.partition("/")
+    if clause.type == "*":
+        return clause.subtype == "*"
+    return clause.type == kind and clause.subtype in (sub, "*")
+
+
+def negotiate(
+    accept: str | None,
+    *,
+    protobuf_ok: Callable[[], bool] = lambda: True,
+    transforms: bool = True,
+    stream: bool = False,
+) -> tuple[str, bool] | None:
+    """The media type to answer in and whether as a Table, or None when nothing is acceptable.
+
+    ``protobuf_ok`` says whether the endpoint's kind has a protobuf form (asked only when a clause
+    names protobuf); ``transforms`` is False for errors; ``stream`` is True for watches.
+    """
+    if not accept or not accept.strip():
+        return JSON, False
+    for clause in _clauses(accept):
+        for media in MEDIA_TYPES:
+            if not _matches(clause, media):
+                continue
+            if media == PROTOBUF and not clause.params.get("as") and not protobuf_ok():
+                continue
+            ok, as_table = _allows(media, clause.params, transforms=transforms)
+            if not ok:
+                continue
+            if stream and media == YAML:
+                return None  # upstream picks YAML, then finds it has no stream serializer
+            return media, as_table
+    return None
+
+
+def not_acceptable(*, stream: bool = False) -> errors.NotAcceptable:
+    """Upstream's 406 for an Accept header that allows nothing (errNotAcceptable)."""
+    if stream:
+        return errors.NotAcceptable(
+            _NOT_ACCEPTABLE + ", ".join(f"{m};stream=watch" for m in STREAM_MEDIA_TYPES)
+        )
+    return errors.NotAcceptable(_NOT_ACCEPTABLE + ", ".join(MEDIA_TYPES))
+
+
+def response_form(
+    accept: str | None,
+    include_object: str | None,
+    *,
+    protobuf_ok: Callable[[], bool] = lambda: True,
+    stream: bool = False,
+) -> ResponseForm:
+    """The form of a resource endpoint's replies (see the module notes); never raises."""
+    chosen = negotiate(accept, protobuf_ok=protobuf_ok, stream=stream)
+    if chosen is None:
+        return ResponseForm(error=not_acceptable(stream=stream))
+    media, as_table = chosen
+    if not as_table:
+        return ResponseForm(media=media)
+    inc = include_object if include_object in ("None", "Metadata", "Object") else "Metadata"
+    return ResponseForm(True, inc, media)  # type: ignore[arg-type]
+
+
+try:
+    _Dumper: Any = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Dumper = yaml.SafeDumper
+
+
+def dumps_yaml(obj: Any) -> bytes:
+    """YAML as upstream writes it (JSON → sigs.k8s.io/yaml): keys sorted, block style, two spaces."""
+    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True)
+    return text.encode()
+
+
+def encode(obj: Any, media: str) -> bytes:
+    """``obj`` (which carries apiVersion and kind) as a body of ``media``: JSON, YAML or protobuf."""
+    if media == PROTOBUF:
+        return protobuf.encode(obj)
+    if media == YAML:
+        return dumps_yaml(obj)
+    return orjson.dumps(obj)
+
+
+def error_body(status: dict[str, Any], accept: str | None) -> tuple[bytes, str]:
+    """An error's Status negotiated as upstream's ErrorNegotiated does: no transformations; when
+    nothing is acceptable, indented JSON whatever the Accept header."""
+    chosen = negotiate(accept, transforms=False)
+    if chosen is None:
+        return json.dumps(status, indent=2, ensure_ascii=False).encode(), JSON
+    media = chosen[0]
+    return encode(status, media), media

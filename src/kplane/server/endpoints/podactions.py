@@ -14,7 +14,7 @@ from aiohttp import web
 
 from kplane.api import errors
 from kplane.server.endpoints import negotiation
-from kplane.server.endpoints.scope import Scope, json_response
+from kplane.server.endpoints.scope import Scope
 from kplane.server.registry.store import DeleteOptions
 
 SUCCESS = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
@@ -39,7 +39,7 @@ async def bind(scope: Scope) -> web.StreamResponse:
         return {**pod, "spec": {**spec, "nodeName": node}}
 
     await scope.registry.update(scope.record, scope.info.namespace, name, assign, opts=scope.write_options())
-    return json_response(SUCCESS, 201)
+    return scope.respond_plain(SUCCESS, 201)
 
 
 async def evict(scope: Scope) -> web.StreamResponse:
@@ -56,4 +56,4 @@ async def evict(scope: Scope) -> web.StreamResponse:
         dry_run=bool(raw.get("dryRun")) or scope.dry_run(),
     )
     await scope.registry.delete(scope.record, scope.info.namespace, scope.info.name, opts)
-    return json_response(SUCCESS, 201)
+    return scope.respond_plain(SUCCESS, 201)

@@ -14,7 +14,7 @@ from aiohttp import web
 from kplane.api import errors, labels
 from kplane.api.catalog import ResourceRecord, ScaleSpec
 from kplane.server.endpoints import negotiation, patching
-from kplane.server.endpoints.scope import Scope, json_response
+from kplane.server.endpoints.scope import Scope
 
 Object = dict[str, Any]
 
@@ -78,7 +78,7 @@ def to_scale(record: ResourceRecord, obj: Object) -> Object:
 
 async def get(scope: Scope) -> web.StreamResponse:
     obj = await scope.registry.get(scope.record, scope.info.namespace, scope.info.name)
-    return json_response(to_scale(scope.record, obj))
+    return scope.respond_plain(to_scale(scope.record, obj))
 
 
 async def write(scope: Scope) -> web.StreamResponse:
@@ -126,4 +126,4 @@ async def write(scope: Scope) -> web.StreamResponse:
         subresource="scale",
         opts=scope.write_options(),
     )
-    return json_response(to_scale(record, updated))
+    return scope.respond_plain(to_scale(record, updated))

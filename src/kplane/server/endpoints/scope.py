@@ -25,7 +25,9 @@ else:
 
 if TYPE_CHECKING:
     from kplane.api import apply as ssa
+    from kplane.api import protobuf
 else:
+    protobuf = lazy_module("kplane.api.protobuf")  # its tables load with the first protobuf request
     ssa = lazy_module("kplane.api.apply")  # loaded with the first write, not at start-up
 
 Object = dict[str, Any]
@@ -116,15 +118,33 @@ class Scope:
             ) from None
 
     def respond(self, obj: Object, status: int = 200) -> web.Response:
-        """An object of this resource, as JSON or as a one-row Table."""
-        if self.form.table and obj.get("kind") != "Status":
+        """An object of this endpoint (or a Status), in the negotiated media type or as a one-row
+        Table; 406 when the Accept header allows none."""
+        form = self.form
+        if form.error is not None:
+            raise form.error
+        if form.table and obj.get("kind") != "Status":
             tbl = table.table(
                 self.record, [obj], include_object=self.form.include_object, now=self.clock.now()
             )
-            return web.Response(
-                body=orjson.dumps(tbl), status=status, headers=self.headers(negotiation.TABLE_CONTENT_TYPE)
-            )
-        return web.Response(body=orjson.dumps(obj), status=status, headers=self.headers("application/json"))
+            body = negotiation.encode(tbl, form.media)
+            content_type = negotiation.TABLE_CONTENT_TYPE if form.media == negotiation.JSON else form.media
+            return web.Response(body=body, status=status, headers=self.headers(content_type))
+        return self.respond_plain(obj, status)
+
+    def respond_plain(self, obj: Object, status: int = 200) -> web.Response:
+        """``obj`` (an object, list or Status) in the negotiated media type, never as a Table."""
+        media = self.form.media
+        if self.form.error is not None:
+            raise self.form.error
+        body = orjson.dumps(obj) if media == negotiation.JSON else negotiation.encode(obj, media)
+        return web.Response(body=body, status=status, headers=self.headers(media))
+
+
+def protobuf_encodable(record: ResourceRecord) -> bool:
+    """Whether objects of ``record`` can be answered in protobuf: built-in kinds whose descriptors
+    kplane has (custom resources never are, as upstream)."""
+    return not record.custom and protobuf.encodable(record.api_version, record.kind)
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -134,8 +154,11 @@ def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = 
     return web.Response(body=orjson.dumps(obj), status=status, headers=hdrs)
 
 
-def status_response(err: errors.APIError) -> web.Response:
+def status_response(err: errors.APIError, accept: str | None = None) -> web.Response:
+    """An error's Status, negotiated against ``accept`` as upstream's ErrorNegotiated does."""
     headers = {}
     if err.retry_after is not None:
         headers["Retry-After"] = str(err.retry_after)
-    return json_response(err.to_status(), err.code, headers)
+    body, media = negotiation.error_body(dict(err.to_status()), accept)
+    headers["Content-Type"] = media
+    return web.Response(body=body, status=err.code, headers=headers)

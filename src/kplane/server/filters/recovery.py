@@ -29,7 +29,7 @@ async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResp
     try:
         return await handler(request)
     except errors.APIError as err:
-        return status_response(err)
+        return status_response(err, request.headers.get("Accept"))
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -37,9 +37,12 @@ async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResp
         message = exc.text or exc.reason
         if exc.status == 413:
             message = "the request body is too large: at most 3145728 bytes are accepted"
-        return status_response(cls(message, code=exc.status, reason=cls.default_reason))
+        return status_response(
+            cls(message, code=exc.status, reason=cls.default_reason), request.headers.get("Accept")
+        )
     except (ConnectionResetError, ConnectionError):
         raise
     except Exception:
         log.exception("unhandled error serving %s %s", request.method, request.path)
-        return status_response(errors.InternalError("Internal error occurred: unexpected server error"))
+        failure = errors.InternalError("Internal error occurred: unexpected server error")
+        return status_response(failure, request.headers.get("Accept"))

@@ -1,9 +1,9 @@
-"""A test-only protobuf encoder: JSON-shaped dict -> Kubernetes protobuf body, via the same tables.
+"""A test-only minimal protobuf encoder: JSON-shaped dict -> Kubernetes protobuf body, via the same tables.
 
-It exists so tests can round-trip realistic objects through ``decode``. ``go_style=True`` also
-writes every absent non-pointer scalar as its zero value, as gogo-protobuf does for Go structs, so
-tests can check that the decoder drops that noise again. Unknown keys are an error (they would
-otherwise silently vanish from a round trip and hide a typo in a test's data).
+Unlike the server's encoder (``kplane.api.protobuf.encode``, which writes every zero a Go struct
+would), it writes only the fields present, so tests can build the smallest bodies a client may
+send and hand-made malformed ones. Unknown keys are an error (they would otherwise silently vanish
+from a round trip and hide a typo in a test's data).
 """
 
 from __future__ import annotations
@@ -16,22 +16,11 @@ from typing import Any
 import orjson
 
 from kplane.api.protobuf import _tables, decoding
+from kplane.api.protobuf.encoding import varint
 
-_MESSAGE, _MAP, _STRING, _BYTES, _BOOL, _DOUBLE = 11, 100, 9, 12, 8, 1
-_REPEATED, _POINTER, _INLINE = 1, 2, 4
-_U64 = (1 << 64) - 1
+_MESSAGE, _MAP, _STRING, _BYTES, _DOUBLE = 11, 100, 9, 12, 1
+_REPEATED, _INLINE = 1, 4
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-
-
-def varint(value: int) -> bytes:
-    """Encode ``value`` as a varint; negative numbers take ten bytes, as in Go."""
-    value &= _U64
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def tag(number: int, wire_type: int) -> bytes:
@@ -44,13 +33,13 @@ def length_delimited(number: int, payload: bytes) -> bytes:
     return tag(number, 2) + varint(len(payload)) + payload
 
 
-def _scalar(number: int, ftype: int, ref: str, value: Any, *, go_style: bool) -> bytes:
+def _scalar(number: int, ftype: int, ref: str, value: Any) -> bytes:
     if ftype == _STRING:
         return length_delimited(number, value.encode())
     if ftype == _BYTES:
         return length_delimited(number, base64.b64decode(value))
     if ftype == _MESSAGE:
-        return length_delimited(number, encode_message(value, ref, go_style=go_style))
+        return length_delimited(number, encode_message(value, ref))
     if ftype == _DOUBLE:
         return tag(number, 1) + struct.pack("<d", value)
     return tag(number, 0) + varint(int(value))
@@ -62,10 +51,10 @@ def _parse_time(text: str) -> tuple[int, int]:
     return seconds, when.microsecond * 1000
 
 
-def _special(value: Any, codec: str, name: str, *, go_style: bool) -> bytes:
+def _special(value: Any, codec: str, name: str) -> bytes:
     if codec == "items":
         _, item_type, _, item_ref = _tables.MESSAGES[name][1]
-        return b"".join(_scalar(1, item_type, item_ref, v, go_style=go_style) for v in value)
+        return b"".join(_scalar(1, item_type, item_ref, v) for v in value)
     if codec in ("time", "microtime"):
         if value is None:
             return b""
@@ -89,11 +78,11 @@ def _known_names(name: str) -> set[str]:
     return names
 
 
-def encode_message(value: Any, name: str, *, go_style: bool = False) -> bytes:
+def encode_message(value: Any, name: str) -> bytes:
     """Encode ``value`` as message ``name``; fields in number order, map entries sorted by key."""
     codec = _tables.SPECIAL.get(name)
     if codec is not None:
-        return _special(value, codec, name, go_style=go_style)
+        return _special(value, codec, name)
     unknown = set(value) - _known_names(name)
     if unknown:
         raise KeyError(f"{name} has no fields {sorted(unknown)}")
@@ -101,27 +90,23 @@ def encode_message(value: Any, name: str, *, go_style: bool = False) -> bytes:
     for number, (json_name, ftype, flags, ref) in sorted(_tables.MESSAGES[name].items()):
         if flags & _INLINE:
             inner = {k: v for k, v in value.items() if k in _known_names(ref)}
-            out += length_delimited(number, encode_message(inner, ref, go_style=go_style))
+            out += length_delimited(number, encode_message(inner, ref))
             continue
         if json_name not in value:
-            plain_scalar = not flags & (_REPEATED | _POINTER) and ftype not in (_MESSAGE, _MAP)
-            if go_style and plain_scalar:
-                zero: Any = {_STRING: "", _BYTES: "", _BOOL: False, _DOUBLE: 0.0}.get(ftype, 0)
-                out += _scalar(number, ftype, ref, zero, go_style=go_style)
             continue
         item = value[json_name]
         if ftype == _MAP:
             _, _, _, value_ref = _tables.MESSAGES[ref][2]
             value_type = _tables.MESSAGES[ref][2][1]
             for key in sorted(item):
-                entry = _scalar(1, _STRING, "", key, go_style=go_style)
-                entry += _scalar(2, value_type, value_ref, item[key], go_style=go_style)
+                entry = _scalar(1, _STRING, "", key)
+                entry += _scalar(2, value_type, value_ref, item[key])
                 out += length_delimited(number, entry)
         elif flags & _REPEATED:
             for element in item:
-                out += _scalar(number, ftype, ref, element, go_style=go_style)
+                out += _scalar(number, ftype, ref, element)
         else:
-            out += _scalar(number, ftype, ref, item, go_style=go_style)
+            out += _scalar(number, ftype, ref, item)
     return bytes(out)
 
 
@@ -133,8 +118,8 @@ def envelope(api_version: str, kind: str, raw: bytes, *, extra: bytes = b"") -> 
     return decoding.MAGIC + unknown + extra
 
 
-def encode(obj: dict[str, Any], *, go_style: bool = False) -> bytes:
+def encode(obj: dict[str, Any]) -> bytes:
     """Encode a whole object (with ``apiVersion`` and ``kind``) as a request body."""
     body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
     name = _tables.KINDS[(obj["apiVersion"], obj["kind"])]
-    return envelope(obj["apiVersion"], obj["kind"], encode_message(body, name, go_style=go_style))
+    return envelope(obj["apiVersion"], obj["kind"], encode_message(body, name))

@@ -1,0 +1,226 @@
+"""Reply encodings end to end: protobuf and YAML for objects, lists, watches and errors; 406s.
+
+Upstream facts quoted here come from k8s.io/apiserver (v0.32) ``handlers/negotiation`` (clause
+order, ``errNotAcceptable``), ``handlers/watch.go`` and ``handlers/response.go`` (watch frames:
+a length-delimited ``WatchEvent`` holding the protobuf-encoded object), ``responsewriters``
+(errors negotiated without transformations; indented JSON when nothing is acceptable) and
+apiextensions-apiserver's ``customresource_handler.go`` (custom resources never in protobuf).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from kplane.api import protobuf
+from kplane.api.protobuf import decoding, wire
+from tests.e2e.conftest import Server, requires_kubectl
+from tests.e2e.helpers import Kube, cm_path, configmap, poll, unique
+
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+CLIENT_GO_ACCEPT = "application/vnd.kubernetes.protobuf, */*"  # client-go's typed clients
+NOT_ACCEPTABLE = (
+    "only the following media types are accepted: "
+    "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+)
+NOT_ACCEPTABLE_STREAM = (
+    "only the following media types are accepted: "
+    "application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+)
+GROUP = "encodings.example.com"
+
+
+@pytest.fixture(scope="module")
+def ns(api: Kube) -> str:
+    name = unique("enc")
+    api.ok(
+        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    api.ok("POST", cm_path(name), configmap("c1", name, data={"a": "1", "b": "ü"}, labels={"app": "x"}))
+    api.ok("POST", cm_path(name), configmap("c2", name, data={"a": "2"}))
+    return name
+
+
+def _status(body: bytes) -> dict[str, Any]:
+    """A protobuf Status reply, read with the decoder's message reader (Status is reply-only)."""
+    api_version, kind, raw = decoding.unwrap(body)
+    assert (api_version, kind) == ("v1", "Status")
+    out: dict[str, Any] = decoding.message(raw, "apis.meta.v1.Status")
+    return out
+
+
+def test_get_in_protobuf(api: Kube, ns: str) -> None:
+    """A GET that asks protobuf first gets the object's protobuf, the same object as its JSON."""
+    as_json = api.ok("GET", cm_path(ns, "c1"))
+    resp = api.get(cm_path(ns, "c1"), headers={"Accept": CLIENT_GO_ACCEPT})
+    assert resp.status == 200 and resp.content_type == PROTOBUF
+    assert resp.body.startswith(b"k8s\x00")
+    assert resp.body == protobuf.encode(as_json)
+    decoded = protobuf.decode(resp.body)
+    assert decoded["data"] == {"a": "1", "b": "ü"}
+    assert decoded["metadata"]["resourceVersion"] == as_json["metadata"]["resourceVersion"]
+
+
+def test_list_in_protobuf(api: Kube, ns: str) -> None:
+    """A list in protobuf is a ConfigMapList: ListMeta with the resourceVersion, then the items."""
+    resp = api.get(cm_path(ns), headers={"Accept": PROTOBUF})
+    assert resp.status == 200 and resp.content_type == PROTOBUF
+    api_version, kind, raw = decoding.unwrap(resp.body)
+    assert (api_version, kind) == ("v1", "ConfigMapList")
+    listed = decoding.message(raw, "core.v1.ConfigMapList")
+    assert sorted(i["metadata"]["name"] for i in listed["items"]) == ["c1", "c2"]
+    as_json = api.ok("GET", cm_path(ns))
+    assert int(listed["metadata"]["resourceVersion"]) <= int(as_json["metadata"]["resourceVersion"])
+
+
+def _frames(stream: Any, count: int) -> list[tuple[str, dict[str, Any]]]:
+    """Read ``count`` length-prefixed WatchEvent frames; return (type, decoded object) pairs."""
+    out = []
+    for _ in range(count):
+        size = int.from_bytes(stream.resp.read(4), "big")
+        event = stream.resp.read(size)
+        fields = {n: v for n, _, v in wire.fields(memoryview(event))}
+        raw_ext = {n: v for n, _, v in wire.fields(fields[2])}
+        out.append((bytes(fields[1]).decode(), protobuf.decode(bytes(raw_ext[1]))))
+    return out
+
+
+def test_watch_in_protobuf(api: Kube, ns: str) -> None:
+    """A protobuf watch streams length-delimited WatchEvents whose objects are whole protobuf
+    bodies (magic and envelope), with ``;stream=watch`` in the content type."""
+    rv = api.ok("GET", cm_path(ns))["metadata"]["resourceVersion"]
+    with api.watch(cm_path(ns), {"resourceVersion": rv}, headers={"Accept": CLIENT_GO_ACCEPT}) as w:
+        assert w.status == 200
+        assert w.headers["content-type"] == "application/vnd.kubernetes.protobuf;stream=watch"
+        api.ok("POST", cm_path(ns), configmap("w1", ns, data={"k": "v"}))
+        api.ok("DELETE", cm_path(ns, "w1"))
+        (t1, o1), (t2, o2) = _frames(w, 2)
+    assert (t1, o1["kind"], o1["metadata"]["name"], o1["data"]) == ("ADDED", "ConfigMap", "w1", {"k": "v"})
+    assert (t2, o2["metadata"]["name"]) == ("DELETED", "w1")
+
+
+def test_error_in_protobuf(api: Kube, ns: str) -> None:
+    """An error asked for in protobuf is a protobuf v1 Status with the JSON Status's fields."""
+    resp = api.get(cm_path(ns, "nope"), headers={"Accept": CLIENT_GO_ACCEPT})
+    assert resp.status == 404 and resp.content_type == PROTOBUF
+    status = _status(resp.body)
+    assert status["status"] == "Failure" and status["code"] == 404 and status["reason"] == "NotFound"
+    assert status["message"] == 'configmaps "nope" not found'
+    assert status["details"]["name"] == "nope" and status["details"]["kind"] == "configmaps"
+
+
+def test_yaml_object_list_and_error(api: Kube, ns: str) -> None:
+    """YAML replies hold the same documents as JSON, keys sorted as sigs.k8s.io/yaml writes them."""
+    resp = api.get(cm_path(ns, "c1"), headers={"Accept": "application/yaml"})
+    assert resp.status == 200 and resp.content_type == "application/yaml"
+    assert yaml.safe_load(resp.body) == api.ok("GET", cm_path(ns, "c1"))
+    assert resp.body.startswith(b"apiVersion: v1\ndata:\n  a: '1'\n")
+    listed = api.get(cm_path(ns), headers={"Accept": "application/yaml"})
+    doc = yaml.safe_load(listed.body)
+    assert doc["kind"] == "ConfigMapList" and {i["metadata"]["name"] for i in doc["items"]} >= {"c1", "c2"}
+    missing = api.get(cm_path(ns, "nope"), headers={"Accept": "application/yaml"})
+    assert missing.status == 404 and missing.content_type == "application/yaml"
+    assert yaml.safe_load(missing.body)["message"] == 'configmaps "nope" not found'
+
+
+def test_yaml_table(api: Kube, ns: str) -> None:
+    """``as=Table`` is allowed in YAML too (RequestScope.AllowsMediaTypeTransform)."""
+    resp = api.get(cm_path(ns), headers={"Accept": "application/yaml;as=Table;v=v1;g=meta.k8s.io"})
+    assert resp.status == 200, resp.body
+    assert yaml.safe_load(resp.body)["kind"] == "Table"
+
+
+def test_watch_in_yaml_is_not_acceptable(api: Kube, ns: str) -> None:
+    """YAML has no stream serializer: upstream picks it, then refuses the watch with 406."""
+    resp = api.get(
+        cm_path(ns), query={"watch": "true"}, headers={"Accept": "application/yaml, application/json"}
+    )
+    assert resp.status == 406 and resp.content_type == "application/yaml"  # the error itself may be YAML
+    assert yaml.safe_load(resp.body)["message"] == NOT_ACCEPTABLE_STREAM
+
+
+def test_unacceptable_is_406_as_indented_json(api: Kube, ns: str) -> None:
+    """Nothing acceptable: 406 written as indented JSON; an error found first keeps its own code."""
+    resp = api.get(cm_path(ns, "c1"), headers={"Accept": "text/html"})
+    assert resp.status == 406 and resp.content_type == "application/json"
+    assert resp.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": NOT_ACCEPTABLE,
+        "reason": "NotAcceptable",
+        "code": 406,
+    }
+    assert resp.body.startswith(b'{\n  "kind": "Status",\n')
+    missing = api.get(cm_path(ns, "nope"), headers={"Accept": "text/html"})
+    assert missing.status == 404 and missing.json()["reason"] == "NotFound"
+
+
+def test_table_in_protobuf_falls_back(api: Kube, ns: str) -> None:
+    """Tables have no protobuf form: that clause is skipped for the next one."""
+    accept = f"{PROTOBUF};as=Table;v=v1;g=meta.k8s.io, application/json"
+    resp = api.get(cm_path(ns), headers={"Accept": accept})
+    assert resp.status == 200 and resp.json()["kind"] == "ConfigMapList"
+    only = api.get(cm_path(ns), headers={"Accept": f"{PROTOBUF};as=Table;v=v1;g=meta.k8s.io"})
+    assert only.status == 406 and only.json()["message"] == NOT_ACCEPTABLE
+
+
+@pytest.fixture(scope="module")
+def gadgets(api: Kube, ns: str) -> str:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+    api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    path = f"/apis/{GROUP}/v1/namespaces/{ns}/gadgets"
+    poll(lambda: api.get(path).status == 200)
+    api.ok("POST", path, {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "g1"}})
+    return path
+
+
+def test_custom_resources_are_never_protobuf(api: Kube, gadgets: str) -> None:
+    """Custom resources: protobuf is skipped (JSON when also accepted, else 406); their errors,
+    Status objects, may still be protobuf."""
+    resp = api.get(f"{gadgets}/g1", headers={"Accept": CLIENT_GO_ACCEPT})
+    assert resp.status == 200 and resp.content_type == "application/json"
+    assert resp.json()["metadata"]["name"] == "g1"
+    only = api.get(f"{gadgets}/g1", headers={"Accept": PROTOBUF})
+    assert only.status == 406
+    assert _status(only.body)["message"] == NOT_ACCEPTABLE
+    watch = api.get(gadgets, query={"watch": "true"}, headers={"Accept": PROTOBUF})
+    assert watch.status == 406
+    assert _status(watch.body)["message"] == NOT_ACCEPTABLE_STREAM
+
+
+@requires_kubectl
+def test_kubectl_reads_protobuf_replies(server: Server, ns: str) -> None:
+    """kubectl's typed clients (create, describe) ask protobuf first and decode kplane's replies."""
+    res = server.kubectl("create", "configmap", "k1", "-n", ns, "--from-literal=x=y", "-o", "json", "--v=8")
+    assert "Content-Type: application/vnd.kubernetes.protobuf" in res.stderr.split("Response Status")[-1]
+    created = json.loads(res.stdout)
+    assert created["data"] == {"x": "y"} and created["metadata"]["uid"]
+    described = server.kubectl("describe", "configmap", "k1", "-n", ns, "--v=8")
+    assert "Content-Type: application/vnd.kubernetes.protobuf" in described.stderr
+    assert "Name:         k1" in described.stdout and "x:\n----\ny" in described.stdout
+    missing = server.kubectl("describe", "configmap", "nope", "-n", ns, check=False)
+    assert 'configmaps "nope" not found' in missing.stderr
