@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
-from kplane import runtime
+from kplane import runtime, testing
 from kplane.client import Config, typed
 from tests.e2e import conftest as e2e
 
@@ -21,16 +20,13 @@ def config(server: e2e.Server) -> Config:
     return dataclasses.replace(Config.from_kubeconfig(server.kubeconfig), qps=0)
 
 
-async def eventually(check: Callable[[], Awaitable[T]], *, within: float = 10.0, interval: float = 0.02) -> T:
-    """Call ``check`` until it returns without raising (or ``within`` seconds pass), then return its value."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            return await check()
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-        await asyncio.sleep(interval)
+async def eventually(check: Callable[[], Awaitable[T]], *, within: float = 10.0) -> T:
+    """``kplane.testing.eventually`` for checks that assert (and may return None when they pass)."""
+
+    async def holds() -> tuple[T]:
+        return (await check(),)
+
+    return (await testing.eventually(holds, timeout=within, interval=0.02))[0]
 
 
 @contextlib.asynccontextmanager
@@ -55,7 +51,8 @@ async def _elected_or_failed(manager: runtime.Manager, task: asyncio.Task[None])
         task.result()
 
 
-def new_manager(server: e2e.Server, **options: object) -> runtime.Manager:
-    """A manager on ``server`` with metrics on a free loopback port unless told otherwise."""
+def new_manager(server: e2e.Server | Config, **options: object) -> runtime.Manager:
+    """A manager on ``server`` (or a config) with metrics on a free loopback port unless told otherwise."""
     opts = runtime.ManagerOptions(**{"metrics_bind_address": "127.0.0.1:0", **options})  # type: ignore[arg-type]
-    return runtime.Manager(options=opts, api=typed.Client(config(server)))
+    cfg = server if isinstance(server, Config) else config(server)
+    return runtime.Manager(options=opts, api=typed.Client(cfg))

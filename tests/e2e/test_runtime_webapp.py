@@ -5,20 +5,14 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
-from examples.webapp import crd, operator
 
-from kplane.api import errors
+from examples.webapp import operator
 from kplane.client import dynamic, typed
 from tests.e2e import conftest as e2e
 from tests.e2e import runtime_support as rs
-
-DEPLOYMENTS = dynamic.Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
-SERVICES = dynamic.Resource("", "v1", "services", "Service", namespaced=True)
-CONFIGMAPS = dynamic.Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
-NAMESPACES = dynamic.Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+from tests.examples import webapp_scenario
 
 
 @pytest.fixture(scope="module")
@@ -34,107 +28,26 @@ async def dynamic_client(server: e2e.Server) -> AsyncIterator[dynamic.DynamicCli
         yield c.dynamic
 
 
-def _webapp(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{crd.GROUP}/{crd.VERSION}",
-        "kind": crd.KIND,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"image": "nginx:1.27", **spec},
-    }
-
-
 async def test_webapp_lifecycle(server: e2e.Server) -> None:
     """Create, spec change, drift of an owned Deployment repaired, deletion through the finalizer."""
-    manager = rs.new_manager(server, field_manager=operator.FIELD_MANAGER)
-    dc = manager.api.dynamic
-    await crd.install(dc)
-    ns = f"w-{uuid.uuid4().hex[:6]}"
-    await dc.resource(NAMESPACES).create({"metadata": {"name": ns}})
-    await operator.setup(manager)
-    async with rs.running(manager):
-        apps = dc.resource(crd.WEBAPPS, ns)
-        await apps.create(_webapp("site", ns, replicas=2, message="hi"))
-
-        async def ready() -> dict[str, Any]:
-            app = await apps.get("site")
-            assert app["status"]["observedGeneration"] == app["metadata"]["generation"]
-            assert app["status"]["conditions"][0]["status"] == "True"
-            return app
-
-        app = await rs.eventually(ready)
-        assert app["metadata"]["finalizers"] == [operator.FINALIZER]
-        deploy = await dc.resource(DEPLOYMENTS, ns).get("site")
-        assert deploy["spec"]["replicas"] == 2
-        owner = deploy["metadata"]["ownerReferences"][0]
-        assert (owner["kind"], owner["name"], owner["controller"]) == ("WebApp", "site", True)
-        assert (await dc.resource(CONFIGMAPS, ns).get("site"))["data"] == {"index.html": "hi"}
-        assert (await dc.resource(SERVICES, ns).get("site"))["spec"]["ports"][0]["targetPort"] == 8080
-        first_transition = app["status"]["conditions"][0]["lastTransitionTime"]
-
-        # Spec change: new replicas, new message, new port reach the owned objects.
-        await apps.patch("site", {"spec": {"replicas": 3, "message": "bye", "port": 9090}})
-
-        async def changed() -> None:
-            assert (await dc.resource(DEPLOYMENTS, ns).get("site"))["spec"]["replicas"] == 3
-            assert (await dc.resource(CONFIGMAPS, ns).get("site"))["data"] == {"index.html": "bye"}
-            assert (await dc.resource(SERVICES, ns).get("site"))["spec"]["ports"][0]["targetPort"] == 9090
-            await ready()
-
-        await rs.eventually(changed)
-        again = await apps.get("site")
-        # The Ready condition stayed True, so its lastTransitionTime did not move (SetStatusCondition).
-        assert again["status"]["conditions"][0]["lastTransitionTime"] == first_transition
-
-        # Drift: someone scales the Deployment by hand; the operator takes the field back.
-        await dc.resource(DEPLOYMENTS, ns).patch("site", {"spec": {"replicas": 7}})
-
-        async def repaired() -> None:
-            assert (await dc.resource(DEPLOYMENTS, ns).get("site"))["spec"]["replicas"] == 3
-
-        await rs.eventually(repaired)
-
-        # Deleting a ConfigMap it owns: recreated.
-        await dc.resource(CONFIGMAPS, ns).delete("site")
-
-        async def recreated() -> None:
-            assert (await dc.resource(CONFIGMAPS, ns).get("site"))["data"] == {"index.html": "bye"}
-
-        await rs.eventually(recreated)
-
-        # Deletion: the finalizer holds the WebApp until the owned objects are gone.
-        await apps.delete("site")
-
-        async def gone() -> None:
-            for res in (
-                apps,
-                dc.resource(DEPLOYMENTS, ns),
-                dc.resource(SERVICES, ns),
-                dc.resource(CONFIGMAPS, ns),
-            ):
-                try:
-                    await res.get("site")
-                except errors.NotFound:
-                    continue
-                raise AssertionError(f"{res.namespace}/site still exists")
-
-        await rs.eventually(gone)
+    await webapp_scenario.lifecycle(rs.new_manager(server, field_manager=operator.FIELD_MANAGER))
 
 
 async def test_deletion_with_finalizer_bumps_generation(server: e2e.Server) -> None:
     """Marking an object deleting bumps its generation, as upstream's markAsDeleting does."""
     async with dynamic_client(server) as dc:
         ns = f"g-{uuid.uuid4().hex[:6]}"
-        await dc.resource(NAMESPACES).create({"metadata": {"name": ns}})
-        cms = dc.resource(DEPLOYMENTS, ns)
+        await dc.resource(webapp_scenario.NAMESPACES).create({"metadata": {"name": ns}})
+        deployments = dc.resource(webapp_scenario.DEPLOYMENTS, ns)
         dep = operator.desired_objects(
-            {**_webapp("held", ns), "metadata": {"name": "held", "namespace": ns, "uid": "u1"}}
+            {**webapp_scenario.webapp("held", ns), "metadata": {"name": "held", "namespace": ns, "uid": "u1"}}
         )[1]
         dep["metadata"]["finalizers"] = ["example.kplane.dev/hold"]
         del dep["metadata"]["ownerReferences"]
-        created = await cms.create(dep)
+        created = await deployments.create(dep)
         assert created["metadata"]["generation"] == 1
-        await cms.delete("held")
-        marked = await cms.get("held")
+        await deployments.delete("held")
+        marked = await deployments.get("held")
         assert marked["metadata"]["deletionTimestamp"]
         assert marked["metadata"]["generation"] == 2
-        await cms.patch("held", {"metadata": {"finalizers": None}})
+        await deployments.patch("held", {"metadata": {"finalizers": None}})
