@@ -1,0 +1,117 @@
+"""The manager's endpoints and start/stop on the in-process control plane: metrics, probes, errors."""
+
+from __future__ import annotations
+
+import aiohttp
+import pytest
+
+from kplane import runtime, testing
+from tests.e2e import runtime_support as rs
+
+
+async def _get(url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.get(url) as resp:
+        return resp.status, await resp.text()
+
+
+async def test_metrics_and_probes(kplane: testing.ControlPlane) -> None:
+    """controller-runtime's metric names and labels on /metrics; /healthz and /readyz answer ok."""
+    assert kplane.config is not None
+    manager = rs.new_manager(kplane.config, health_probe_bind_address="127.0.0.1:0")
+    calls: list[str] = []
+
+    async def fail_once(req: runtime.Request) -> None:
+        calls.append(req.name)
+        if len(calls) == 1:
+            raise RuntimeError("first pass fails")
+
+    await (
+        runtime.Builder(manager)
+        .for_("configmaps")
+        .with_options(runtime.ControllerOptions(max_concurrent_reconciles=3))
+        .complete(fail_once)
+    )
+    async with rs.running(manager):
+        await kplane.client.dynamic.resource("configmaps", "default").create({"metadata": {"name": "m"}})
+        await testing.eventually(lambda: len(calls) >= 2 and "m" in calls)
+        metrics_url = manager.servers["metrics"].url + "/metrics"
+
+        async def scraped() -> str:
+            status, text = await _get(metrics_url)
+            assert status == 200
+            assert 'controller_runtime_reconcile_total{controller="configmap",result="success"}' in text
+            return text
+
+        text = await testing.eventually(scraped)
+        for line in (
+            'controller_runtime_reconcile_total{controller="configmap",result="error"} 1.0',
+            'controller_runtime_reconcile_errors_total{controller="configmap"} 1.0',
+            'controller_runtime_reconcile_total{controller="configmap",result="requeue_after"} 0.0',
+            'controller_runtime_max_concurrent_reconciles{controller="configmap"} 3.0',
+            'controller_runtime_active_workers{controller="configmap"} 0.0',
+            'controller_runtime_terminal_reconcile_errors_total{controller="configmap"} 0.0',
+        ):
+            assert line in text, line
+        for prefix in (
+            'controller_runtime_reconcile_time_seconds_bucket{controller="configmap",le="0.005"}',
+            'workqueue_adds_total{controller="configmap",name="configmap"}',
+            'workqueue_depth{controller="configmap",name="configmap"}',
+            'workqueue_retries_total{controller="configmap",name="configmap"}',
+            'workqueue_queue_duration_seconds_bucket{controller="configmap",le="1e-08",name="configmap"}',
+            'rest_client_requests_total{code="200",host="127.0.0.1:',
+            'rest_client_request_duration_seconds_bucket{host="127.0.0.1:',
+        ):
+            assert prefix in text, prefix
+        probes = manager.servers["probes"].url
+        assert await _get(probes + "/healthz") == (200, "ok")
+        assert await _get(probes + "/readyz") == (200, "ok")
+        status, body = await _get(probes + "/readyz?verbose")
+        assert status == 200 and "[+]cache ok" in body
+        assert (await _get(probes + "/readyz/nope"))[0] == 404
+
+        def broken() -> None:
+            raise RuntimeError("watch is down")
+
+        manager.readyz["watch"] = broken
+        status, body = await _get(probes + "/readyz")
+        assert status == 500 and "[-]watch failed: watch is down" in body
+
+
+async def test_duplicate_controller_name_refused(kplane: testing.ControlPlane) -> None:
+    """Two controllers of one name in a manager are refused, as upstream's name validation does."""
+    assert kplane.config is not None
+    manager = rs.new_manager(kplane.config)
+
+    async def noop(req: runtime.Request) -> None:
+        return None
+
+    try:
+        await runtime.Builder(manager).for_("configmaps").complete(noop)
+        with pytest.raises(ValueError, match="controller with name configmap already exists"):
+            await runtime.Builder(manager).for_("configmaps").complete(noop)
+        with pytest.raises(ValueError, match="owns\\(\\) requires for_\\(\\)"):
+            await runtime.Builder(manager).owns("configmaps").complete(noop)
+        with pytest.raises(ValueError, match="must be called"):
+            await runtime.Builder(manager).watches("configmaps", lambda o: []).complete(noop)
+    finally:
+        await manager.api.close()
+
+
+async def test_failing_runnable_stops_manager(kplane: testing.ControlPlane) -> None:
+    """A runnable that fails ends start() with its error after a graceful stop."""
+    assert kplane.config is not None
+    manager = rs.new_manager(kplane.config)
+
+    class Boom:
+        def need_leader_election(self) -> bool:
+            return False
+
+        async def start(self) -> None:
+            raise RuntimeError("boom")
+
+    manager.add(Boom())
+    try:
+        with pytest.raises(RuntimeError, match="boom"):
+            await manager.start()
+    finally:
+        await manager.api.close()
