@@ -26,7 +26,7 @@ from kplane.server.endpoints import installer, nonresource
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
 from kplane.server.filters.types import Filter
-from kplane.server.registry import bootstrap
+from kplane.server.registry import apibootstrap, apistrategies, bootstrap
 from kplane.server.registry.crds import CRDController
 from kplane.server.registry.namespaces import NamespaceLifecycle
 from kplane.server.registry.store import Registry
@@ -105,6 +105,8 @@ class APIServer:
         await self._namespaces.bootstrap()
         self._crds = CRDController(self.registry, self.catalog, cfg.clock)
         await self._crds.start()
+        apistrategies.install(self.registry, cfg.clock)
+        await apibootstrap.ensure_api_objects(self.registry, self.catalog)
 
         self.pki = await pki_ready
         authenticator = authn.Authenticator.from_pki(self.pki, token_file=cfg.token_file)

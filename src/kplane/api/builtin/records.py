@@ -7,6 +7,8 @@ Values follow kube-apiserver 1.32.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kplane.api.catalog import ALL_VERBS, Catalog, ResourceRecord, ScaleSpec, Scope
 
 
@@ -47,9 +49,24 @@ def _r(
 
 
 _ALL = ("all",)
+_API_EXTENSIONS = ("api-extensions",)
+# Upstream's pod subresources besides status (1.32, default feature gates): connect subresources
+# (attach, exec, portforward, proxy) answer errors, as there is no kubelet to connect to.
+_POD_SUBRESOURCES = (
+    "attach",
+    "binding",
+    "ephemeralcontainers",
+    "eviction",
+    "exec",
+    "log",
+    "portforward",
+    "proxy",
+)
 
 BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
     # core/v1
+    _r("", "v1", "bindings", "Binding", verbs=("create",)),
+    _r("", "v1", "componentstatuses", "ComponentStatus", "Cluster", short=("cs",), verbs=("get", "list")),
     _r("", "v1", "configmaps", "ConfigMap", short=("cm",)),
     _r("", "v1", "endpoints", "Endpoints", short=("ep",)),
     _r("", "v1", "events", "Event", short=("ev",)),
@@ -66,7 +83,17 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
         verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
         extra=("finalize",),
     ),
-    _r("", "v1", "nodes", "Node", "Cluster", short=("no",), status=True, returns_object=True),
+    _r(
+        "",
+        "v1",
+        "nodes",
+        "Node",
+        "Cluster",
+        short=("no",),
+        status=True,
+        returns_object=True,
+        extra=("proxy",),
+    ),
     _r(
         "",
         "v1",
@@ -95,7 +122,7 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
         cats=_ALL,
         status=True,
         returns_object=True,
-        extra=("log", "binding", "eviction"),
+        extra=_POD_SUBRESOURCES,
     ),
     _r("", "v1", "podtemplates", "PodTemplate"),
     _r(
@@ -122,6 +149,7 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
         status=True,
         returns_object=True,
         verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+        extra=("proxy",),
     ),
     # apps/v1
     _r("apps", "v1", "controllerrevisions", "ControllerRevision"),
@@ -159,7 +187,7 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
         scale=True,
         generation=True,
     ),
-    # autoscaling
+    # autoscaling: v2 is preferred and the storage version; v1 is converted (api/builtin/conversion.py)
     _r(
         "autoscaling",
         "v2",
@@ -170,19 +198,56 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
         status=True,
         generation=True,
     ),
+    replace(
+        _r(
+            "autoscaling",
+            "v1",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            short=("hpa",),
+            cats=_ALL,
+            status=True,
+            generation=True,
+        ),
+        storage_version="v2",
+        preferred=False,
+    ),
     # batch/v1
     _r("batch", "v1", "cronjobs", "CronJob", short=("cj",), cats=_ALL, status=True, generation=True),
     _r("batch", "v1", "jobs", "Job", cats=_ALL, status=True, generation=True),
+    # certificates.k8s.io/v1
+    _r(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        "Cluster",
+        short=("csr",),
+        status=True,
+        extra=("approval",),
+    ),
     # coordination.k8s.io/v1
     _r("coordination.k8s.io", "v1", "leases", "Lease"),
     # discovery.k8s.io/v1
     _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
     # events.k8s.io/v1
     _r("events.k8s.io", "v1", "events", "Event", short=("ev",)),
+    # flowcontrol.apiserver.k8s.io/v1
+    _r("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", "Cluster", status=True),
+    _r(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "prioritylevelconfigurations",
+        "PriorityLevelConfiguration",
+        "Cluster",
+        status=True,
+    ),
     # networking.k8s.io/v1
     _r("networking.k8s.io", "v1", "ingressclasses", "IngressClass", "Cluster"),
     _r("networking.k8s.io", "v1", "ingresses", "Ingress", short=("ing",), status=True, generation=True),
     _r("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", short=("netpol",), generation=True),
+    # node.k8s.io/v1
+    _r("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", "Cluster"),
     # policy/v1
     _r(
         "policy",
@@ -201,7 +266,11 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
     # scheduling.k8s.io/v1
     _r("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", "Cluster", short=("pc",)),
     # storage.k8s.io/v1
+    _r("storage.k8s.io", "v1", "csidrivers", "CSIDriver", "Cluster"),
+    _r("storage.k8s.io", "v1", "csinodes", "CSINode", "Cluster"),
+    _r("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity"),
     _r("storage.k8s.io", "v1", "storageclasses", "StorageClass", "Cluster", short=("sc",)),
+    _r("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", "Cluster", status=True),
     # apiextensions.k8s.io/v1
     _r(
         "apiextensions.k8s.io",
@@ -210,8 +279,19 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
         "CustomResourceDefinition",
         "Cluster",
         short=("crd", "crds"),
+        cats=_API_EXTENSIONS,
         status=True,
         generation=True,
+    ),
+    # apiregistration.k8s.io/v1 (kube-aggregator's group; aggregation is not proxied, see README)
+    _r(
+        "apiregistration.k8s.io",
+        "v1",
+        "apiservices",
+        "APIService",
+        "Cluster",
+        cats=_API_EXTENSIONS,
+        status=True,
     ),
 )
 

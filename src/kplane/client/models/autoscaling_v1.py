@@ -2,12 +2,65 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import ClassVar
 
 import msgspec
 
 from kplane.api.gvk import GroupVersionKind
 from kplane.client.models import _base, meta_v1
+
+
+class CrossVersionObjectReference(_base.Model):
+    """CrossVersionObjectReference contains enough information to let you identify the referred resource."""
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    name: str | None = None
+
+
+class HorizontalPodAutoscaler(_base.Model):
+    """configuration of a horizontal pod autoscaler."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("autoscaling", "v1", "HorizontalPodAutoscaler")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: HorizontalPodAutoscalerSpec | None = None
+    status: HorizontalPodAutoscalerStatus | None = None
+
+
+class HorizontalPodAutoscalerList(_base.Model):
+    """list of horizontal pod autoscaler objects."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("autoscaling", "v1", "HorizontalPodAutoscalerList")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    items: list[HorizontalPodAutoscaler] | None = None
+    kind: str | None = None
+    metadata: meta_v1.ListMeta | None = None
+
+
+class HorizontalPodAutoscalerSpec(_base.Model):
+    """specification of a horizontal pod autoscaler."""
+
+    max_replicas: int | None = msgspec.field(default=None, name="maxReplicas")
+    min_replicas: int | None = msgspec.field(default=None, name="minReplicas")
+    scale_target_ref: CrossVersionObjectReference | None = msgspec.field(default=None, name="scaleTargetRef")
+    target_cpu_utilization_percentage: int | None = msgspec.field(
+        default=None, name="targetCPUUtilizationPercentage"
+    )
+
+
+class HorizontalPodAutoscalerStatus(_base.Model):
+    """current status of a horizontal pod autoscaler"""
+
+    current_cpu_utilization_percentage: int | None = msgspec.field(
+        default=None, name="currentCPUUtilizationPercentage"
+    )
+    current_replicas: int | None = msgspec.field(default=None, name="currentReplicas")
+    desired_replicas: int | None = msgspec.field(default=None, name="desiredReplicas")
+    last_scale_time: datetime.datetime | None = msgspec.field(default=None, name="lastScaleTime")
+    observed_generation: int | None = msgspec.field(default=None, name="observedGeneration")
 
 
 class Scale(_base.Model):

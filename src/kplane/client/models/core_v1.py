@@ -71,6 +71,16 @@ class AzureFileVolumeSource(_base.Model):
     share_name: str | None = msgspec.field(default=None, name="shareName")
 
 
+class Binding(_base.Model):
+    """Binding ties one object to another; for example, a pod is bound to a node by a scheduler."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("", "v1", "Binding")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: meta_v1.ObjectMeta | None = None
+    target: ObjectReference | None = None
+
+
 class CSIPersistentVolumeSource(_base.Model):
     """Represents storage that is managed by an external CSI volume driver"""
 
@@ -163,6 +173,35 @@ class ClusterTrustBundleProjection(_base.Model):
     optional: bool | None = None
     path: str | None = None
     signer_name: str | None = msgspec.field(default=None, name="signerName")
+
+
+class ComponentCondition(_base.Model):
+    """Information about the condition of a component."""
+
+    error: str | None = None
+    message: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class ComponentStatus(_base.Model):
+    """ComponentStatus (and ComponentStatusList) holds the cluster validation info."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("", "v1", "ComponentStatus")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    conditions: list[ComponentCondition] | None = None
+    kind: str | None = None
+    metadata: meta_v1.ObjectMeta | None = None
+
+
+class ComponentStatusList(_base.Model):
+    """Status of all the conditions for the component as a list of ComponentStatus objects."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("", "v1", "ComponentStatusList")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    items: list[ComponentStatus] | None = None
+    kind: str | None = None
+    metadata: meta_v1.ListMeta | None = None
 
 
 class ConfigMap(_base.Model):

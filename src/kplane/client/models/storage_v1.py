@@ -3,12 +3,104 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import ClassVar
 
 import msgspec
 
 from kplane.api.gvk import GroupVersionKind
 from kplane.client.models import _base, core_v1, meta_v1
+
+
+class CSIDriver(_base.Model):
+    """CSIDriver captures information about a Container Storage Interface (CSI) volume driver deployed on the cluster."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("storage.k8s.io", "v1", "CSIDriver")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: CSIDriverSpec | None = None
+
+
+class CSIDriverList(_base.Model):
+    """CSIDriverList is a collection of CSIDriver objects."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("storage.k8s.io", "v1", "CSIDriverList")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    items: list[CSIDriver] | None = None
+    kind: str | None = None
+    metadata: meta_v1.ListMeta | None = None
+
+
+class CSIDriverSpec(_base.Model):
+    """CSIDriverSpec is the specification of a CSIDriver."""
+
+    attach_required: bool | None = msgspec.field(default=None, name="attachRequired")
+    fs_group_policy: str | None = msgspec.field(default=None, name="fsGroupPolicy")
+    pod_info_on_mount: bool | None = msgspec.field(default=None, name="podInfoOnMount")
+    requires_republish: bool | None = msgspec.field(default=None, name="requiresRepublish")
+    se_linux_mount: bool | None = msgspec.field(default=None, name="seLinuxMount")
+    storage_capacity: bool | None = msgspec.field(default=None, name="storageCapacity")
+    token_requests: list[TokenRequest] | None = msgspec.field(default=None, name="tokenRequests")
+    volume_lifecycle_modes: list[str] | None = msgspec.field(default=None, name="volumeLifecycleModes")
+
+
+class CSINode(_base.Model):
+    """CSINode holds information about all CSI drivers installed on a node."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("storage.k8s.io", "v1", "CSINode")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: CSINodeSpec | None = None
+
+
+class CSINodeDriver(_base.Model):
+    """CSINodeDriver holds information about the specification of one CSI driver installed on a node"""
+
+    allocatable: VolumeNodeResources | None = None
+    name: str | None = None
+    node_id: str | None = msgspec.field(default=None, name="nodeID")
+    topology_keys: list[str] | None = msgspec.field(default=None, name="topologyKeys")
+
+
+class CSINodeList(_base.Model):
+    """CSINodeList is a collection of CSINode objects."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("storage.k8s.io", "v1", "CSINodeList")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    items: list[CSINode] | None = None
+    kind: str | None = None
+    metadata: meta_v1.ListMeta | None = None
+
+
+class CSINodeSpec(_base.Model):
+    """CSINodeSpec holds information about the specification of all CSI drivers installed on a node"""
+
+    drivers: list[CSINodeDriver] | None = None
+
+
+class CSIStorageCapacity(_base.Model):
+    """CSIStorageCapacity stores the result of one CSI GetCapacity call."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("storage.k8s.io", "v1", "CSIStorageCapacity")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    capacity: str | None = None
+    kind: str | None = None
+    maximum_volume_size: str | None = msgspec.field(default=None, name="maximumVolumeSize")
+    metadata: meta_v1.ObjectMeta | None = None
+    node_topology: meta_v1.LabelSelector | None = msgspec.field(default=None, name="nodeTopology")
+    storage_class_name: str | None = msgspec.field(default=None, name="storageClassName")
+
+
+class CSIStorageCapacityList(_base.Model):
+    """CSIStorageCapacityList is a collection of CSIStorageCapacity objects."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("storage.k8s.io", "v1", "CSIStorageCapacityList")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    items: list[CSIStorageCapacity] | None = None
+    kind: str | None = None
+    metadata: meta_v1.ListMeta | None = None
 
 
 class StorageClass(_base.Model):
@@ -37,3 +129,70 @@ class StorageClassList(_base.Model):
     items: list[StorageClass] | None = None
     kind: str | None = None
     metadata: meta_v1.ListMeta | None = None
+
+
+class TokenRequest(_base.Model):
+    """TokenRequest contains parameters of a service account token."""
+
+    audience: str | None = None
+    expiration_seconds: int | None = msgspec.field(default=None, name="expirationSeconds")
+
+
+class VolumeAttachment(_base.Model):
+    """VolumeAttachment captures the intent to attach or detach the specified volume to/from the specified node."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("storage.k8s.io", "v1", "VolumeAttachment")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: meta_v1.ObjectMeta | None = None
+    spec: VolumeAttachmentSpec | None = None
+    status: VolumeAttachmentStatus | None = None
+
+
+class VolumeAttachmentList(_base.Model):
+    """VolumeAttachmentList is a collection of VolumeAttachment objects."""
+
+    gvk: ClassVar[GroupVersionKind] = GroupVersionKind("storage.k8s.io", "v1", "VolumeAttachmentList")
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    items: list[VolumeAttachment] | None = None
+    kind: str | None = None
+    metadata: meta_v1.ListMeta | None = None
+
+
+class VolumeAttachmentSource(_base.Model):
+    """VolumeAttachmentSource represents a volume that should be attached."""
+
+    inline_volume_spec: core_v1.PersistentVolumeSpec | None = msgspec.field(
+        default=None, name="inlineVolumeSpec"
+    )
+    persistent_volume_name: str | None = msgspec.field(default=None, name="persistentVolumeName")
+
+
+class VolumeAttachmentSpec(_base.Model):
+    """VolumeAttachmentSpec is the specification of a VolumeAttachment request."""
+
+    attacher: str | None = None
+    node_name: str | None = msgspec.field(default=None, name="nodeName")
+    source: VolumeAttachmentSource | None = None
+
+
+class VolumeAttachmentStatus(_base.Model):
+    """VolumeAttachmentStatus is the status of a VolumeAttachment request."""
+
+    attach_error: VolumeError | None = msgspec.field(default=None, name="attachError")
+    attached: bool | None = None
+    attachment_metadata: dict[str, str] | None = msgspec.field(default=None, name="attachmentMetadata")
+    detach_error: VolumeError | None = msgspec.field(default=None, name="detachError")
+
+
+class VolumeError(_base.Model):
+    """VolumeError captures an error encountered during a volume operation."""
+
+    message: str | None = None
+    time: datetime.datetime | None = None
+
+
+class VolumeNodeResources(_base.Model):
+    """VolumeNodeResources is a set of resource limits for scheduling of volumes."""
+
+    count: int | None = None

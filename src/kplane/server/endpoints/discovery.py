@@ -37,6 +37,9 @@ DEFAULT_SERVER_ADDRESS = "127.0.0.1:6443"
 _APIDISCOVERY_GROUP = "apidiscovery.k8s.io"
 _AGGREGATED_KIND = "APIGroupDiscoveryList"
 _SUBRESOURCE_VERBS = ("get", "patch", "update")
+# Resources with no storage behind them (upstream gives them no storageVersionHash).
+_NOT_STORED = frozenset({("", "bindings"), ("", "componentstatuses")})
+_PROXY_VERBS = ("create", "delete", "get", "patch", "update")
 
 T = TypeVar("T")
 
@@ -182,6 +185,13 @@ def subresources(record: catalog_mod.ResourceRecord) -> list[Subresource]:
                 subs.append(Subresource(name, "policy", "v1", "Eviction", ("create",)))
             case "finalize":
                 subs.append(Subresource(name, g, v, record.kind, ("update",)))
+            case "approval" | "ephemeralcontainers":
+                subs.append(Subresource(name, g, v, record.kind, _SUBRESOURCE_VERBS))
+            case "attach" | "exec" | "portforward":
+                kind = {"attach": "Attach", "exec": "Exec", "portforward": "PortForward"}[name]
+                subs.append(Subresource(name, g, v, f"{record.kind}{kind}Options", ("create", "get")))
+            case "proxy":
+                subs.append(Subresource(name, g, v, f"{record.kind}ProxyOptions", _PROXY_VERBS))
             case _:
                 subs.append(Subresource(name, g, v, record.kind, ("get",)))
     return sorted(subs, key=lambda s: s.name)
@@ -199,9 +209,10 @@ def _legacy_resources(record: catalog_mod.ResourceRecord) -> list[dict[str, Any]
         main["shortNames"] = list(record.short_names)
     if record.categories:
         main["categories"] = list(record.categories)
-    main["storageVersionHash"] = storage_version_hash(
-        record.group, record.storage_version or record.version, record.kind
-    )
+    if (record.group, record.plural) not in _NOT_STORED:
+        main["storageVersionHash"] = storage_version_hash(
+            record.group, record.storage_version or record.version, record.kind
+        )
     out = [main]
     for sub in subresources(record):
         entry: dict[str, Any] = {

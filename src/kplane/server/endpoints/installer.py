@@ -17,6 +17,7 @@ from kplane.api import errors
 from kplane.api.catalog import Catalog, ResourceRecord
 from kplane.server import storage
 from kplane.server.endpoints import (
+    componentstatus,
     crud,
     listwatch,
     logs,
@@ -43,10 +44,32 @@ _MAIN: dict[str, Handler] = {
 }
 _STATUS: dict[str, Handler] = {"get": crud.get, "update": crud.update, "patch": crud.patch}
 _SCALE: dict[str, Handler] = {"get": scale.get, "update": scale.write, "patch": scale.write}
-_FINALIZE: dict[str, Handler] = {"update": crud.update}
-_LOG: dict[str, Handler] = {"get": logs.get}
 _BINDING: dict[str, Handler] = {"create": podactions.bind}
-_EVICTION: dict[str, Handler] = {"create": podactions.evict}
+_COMPONENTSTATUS: dict[str, Handler] = {"get": componentstatus.get, "list": componentstatus.list_}
+_POD_CONNECT: dict[str, Handler] = {"get": podactions.pod_connect, "create": podactions.pod_connect}
+_POD_PROXY: dict[str, Handler] = dict.fromkeys(
+    ("get", "create", "update", "patch", "delete"), podactions.pod_connect
+)
+_NODE_PROXY: dict[str, Handler] = dict.fromkeys(
+    ("get", "create", "update", "patch", "delete"), podactions.node_proxy
+)
+_SERVICE_PROXY: dict[str, Handler] = dict.fromkeys(
+    ("get", "create", "update", "patch", "delete"), podactions.service_proxy
+)
+# Subresources served by one table per (resource, subresource) of core/v1.
+_CORE_SUBRESOURCES: dict[tuple[str, str], dict[str, Handler]] = {
+    ("pods", "log"): {"get": logs.get},
+    ("pods", "binding"): _BINDING,
+    ("pods", "eviction"): {"create": podactions.evict},
+    ("pods", "ephemeralcontainers"): _STATUS,
+    ("pods", "exec"): _POD_CONNECT,
+    ("pods", "attach"): _POD_CONNECT,
+    ("pods", "portforward"): _POD_CONNECT,
+    ("pods", "proxy"): _POD_PROXY,
+    ("nodes", "proxy"): _NODE_PROXY,
+    ("services", "proxy"): _SERVICE_PROXY,
+    ("namespaces", "finalize"): {"update": crud.update},
+}
 _NEEDS_NAME = frozenset({"get", "update", "patch", "delete"})
 
 
@@ -106,8 +129,12 @@ class APIHandler:
         if record.namespaced and not info.namespace and verb in ("create", "deletecollection"):
             raise errors.resource_not_found()
         sub = info.subresource
-        table: dict[str, Handler]
-        if not sub:
+        table: dict[str, Handler] | None
+        if not record.group and record.plural in ("bindings", "componentstatuses"):
+            table = _BINDING if record.plural == "bindings" else _COMPONENTSTATUS
+            if sub:
+                raise errors.resource_not_found()
+        elif not sub:
             table = _MAIN
             if verb not in record.verbs:
                 raise self._method_not_allowed
@@ -115,16 +142,12 @@ class APIHandler:
             table = _STATUS
         elif sub == "scale" and record.scale is not None:
             table = _SCALE
-        elif sub == "finalize" and record.plural == "namespaces" and not record.group:
-            table = _FINALIZE
-        elif sub == "log" and record.plural == "pods" and not record.group:
-            table = _LOG
-        elif sub == "binding" and record.plural == "pods" and not record.group:
-            table = _BINDING
-        elif sub == "eviction" and record.plural == "pods" and not record.group:
-            table = _EVICTION
+        elif sub == "approval" and record.kind == "CertificateSigningRequest":
+            table = _STATUS
         else:
-            raise errors.resource_not_found()
+            table = None if record.group else _CORE_SUBRESOURCES.get((record.plural, sub))
+            if table is None:
+                raise errors.resource_not_found()
         handler = table.get(verb)
         if handler is None:
             raise self._method_not_allowed

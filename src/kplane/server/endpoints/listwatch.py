@@ -17,7 +17,7 @@ from kplane.server.endpoints.crud import delete_options
 from kplane.server.endpoints.requestinfo import parse_bool
 from kplane.server.endpoints.scope import Scope
 from kplane.server.registry import listing, selection, watching
-from kplane.server.registry.objects import to_version
+from kplane.server.registry.objects import converts, to_version
 
 if TYPE_CHECKING:
     from kplane.api import protobuf
@@ -55,7 +55,7 @@ async def list_(scope: Scope) -> web.StreamResponse:
     opts = list_options(scope)
     page = await listing.list_objects(scope.storage, scope.record, scope.info.namespace, opts)
     items = page.items
-    if scope.record.custom:
+    if converts(scope.record):
         items = [to_version(scope.record, o) for o in items]
     form = scope.form
     if form.error is not None:

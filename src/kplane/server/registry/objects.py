@@ -8,6 +8,7 @@ from typing import Any
 
 from kplane._util.clock import Clock
 from kplane.api import errors
+from kplane.api.builtin import conversion
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
 
@@ -57,19 +58,30 @@ def storage_error(record: ResourceRecord, name: str, err: storage.StorageError) 
     return errors.InternalError(f"Internal error occurred: {err}")
 
 
+def converts(record: ResourceRecord) -> bool:
+    """True when objects of ``record`` may be stored at another version than the one served."""
+    return record.custom or (bool(record.storage_version) and record.storage_version != record.version)
+
+
 def to_version(record: ResourceRecord, obj: Object) -> Object:
-    """``obj`` as served at ``record``'s version (custom resources convert with strategy None: only
-    ``apiVersion`` changes). Returns ``obj`` itself when nothing changes, else a shallow copy."""
-    if not record.custom or obj.get("apiVersion") == record.api_version:
+    """``obj`` as served at ``record``'s version. Custom resources convert with strategy None (only
+    ``apiVersion`` changes); built-in kinds served in several versions convert field by field
+    (``api/builtin/conversion``). Returns ``obj`` itself when nothing changes, else a new object."""
+    if obj.get("apiVersion") == record.api_version or not converts(record):
         return obj
-    return {**obj, "apiVersion": record.api_version}
+    if record.custom:
+        return {**obj, "apiVersion": record.api_version}
+    return conversion.convert(record.group, record.kind, obj, record.version)
 
 
 def to_storage(record: ResourceRecord, obj: Object) -> Object:
-    """``obj`` as persisted: custom resources are stored at their storage version (in place)."""
-    if record.custom and record.storage_version and record.storage_version != record.version:
+    """``obj`` as persisted: at the record's storage version (custom resources: in place)."""
+    if not record.storage_version or record.storage_version == record.version:
+        return obj
+    if record.custom:
         obj["apiVersion"] = f"{record.group}/{record.storage_version}"
-    return obj
+        return obj
+    return conversion.convert(record.group, record.kind, obj, record.storage_version)
 
 
 def check_type(record: ResourceRecord, obj: Object) -> None:

@@ -317,8 +317,8 @@ class Registry:
         rv = meta.get("resourceVersion")
         if rv and rv != old_meta.get("resourceVersion"):
             raise errors.modified_conflict(record.group_resource, name)
-        if subresource == "status":
-            new = strat.prepare_for_status_update(record, new, current)
+        if subresource in ("status", "approval", "ephemeralcontainers"):
+            new = strat.prepare_for_subresource_update(record, subresource, new, current)
             new["metadata"] = dict(old_meta)
             return new
         if subresource == "finalize":

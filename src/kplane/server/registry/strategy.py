@@ -48,6 +48,16 @@ class Strategy:
             result.pop("status", None)
         return result
 
+    def prepare_for_subresource_update(
+        self, record: ResourceRecord, subresource: str, new: Object, old: Object
+    ) -> Object:
+        """A write through a subresource that changes part of the object (``status``,
+        ``pods/ephemeralcontainers``, ``certificatesigningrequests/approval``): the result is
+        ``old`` with that part taken from ``new``; metadata stays ``old``'s (the registry sees to it)."""
+        if subresource == "status":
+            return self.prepare_for_status_update(record, new, old)
+        raise errors.resource_not_found()
+
     def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
         return []
 
@@ -114,6 +124,21 @@ class PodStrategy(Strategy):
 
     def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
         return False
+
+    def prepare_for_subresource_update(
+        self, record: ResourceRecord, subresource: str, new: Object, old: Object
+    ) -> Object:
+        if subresource != "ephemeralcontainers":
+            return super().prepare_for_subresource_update(record, subresource, new, old)
+        # Upstream's ephemeralcontainers strategy: only spec.ephemeralContainers changes.
+        spec = dict(old.get("spec") or {})
+        new_spec = new.get("spec")
+        containers = new_spec.get("ephemeralContainers") if isinstance(new_spec, dict) else None
+        if containers:
+            spec["ephemeralContainers"] = containers
+        else:
+            spec.pop("ephemeralContainers", None)
+        return {**old, "spec": spec}
 
 
 def _qos_class(spec: dict[str, Any]) -> str:

@@ -65,7 +65,11 @@ def test_group_list_excludes_core_and_prefers_first_version(cat: catalog_mod.Cat
     groups = {g["name"]: g for g in doc["groups"]}
     assert "" not in groups
     assert groups["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
-    assert groups["autoscaling"]["versions"] == [{"groupVersion": "autoscaling/v2", "version": "v2"}]
+    # kube-apiserver 1.32 serves autoscaling v2 (preferred) and v1
+    assert groups["autoscaling"]["versions"] == [
+        {"groupVersion": "autoscaling/v2", "version": "v2"},
+        {"groupVersion": "autoscaling/v1", "version": "v1"},
+    ]
 
 
 def test_group_versions_follow_preference(cat: catalog_mod.Catalog) -> None:
@@ -170,7 +174,18 @@ def test_aggregated_api_is_core_only(cat: catalog_mod.Catalog) -> None:
     (v1,) = item["versions"]
     pods = next(r for r in v1["resources"] if r["resource"] == "pods")
     assert pods["scope"] == "Namespaced" and pods["categories"] == ["all"]
-    assert {s["subresource"] for s in pods["subresources"]} == {"binding", "eviction", "log", "status"}
+    # kube-apiserver 1.32 (default feature gates) lists these pod subresources
+    assert {s["subresource"] for s in pods["subresources"]} == {
+        "attach",
+        "binding",
+        "ephemeralcontainers",
+        "eviction",
+        "exec",
+        "log",
+        "portforward",
+        "proxy",
+        "status",
+    }
     ns = next(r for r in v1["resources"] if r["resource"] == "namespaces")
     assert ns["scope"] == "Cluster"
 
