@@ -3,6 +3,7 @@ CRD defaults, managedFields placement and generated Job selectors (issue 7)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -79,3 +80,93 @@ def test_unknown_strategy_type_refused_as_upstream(api: Kube, ns: str) -> None:
         'apps.DeploymentStrategy{Type:"Foo", RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}: '
         'supported values: "Recreate", "RollingUpdate"'
     )
+
+
+# --- 5. managedFields: "." entries and server-set fields ----------------------------------------
+
+
+def _managed(server: Server, *args: str) -> list[dict[str, Any]]:
+    out = server.kubectl("get", *args, "-o", "json", "--show-managed-fields").stdout
+    entries: list[dict[str, Any]] = json.loads(out)["metadata"]["managedFields"]
+    return entries
+
+
+@requires_kubectl
+def test_create_deployment_managed_fields_as_upstream(server: Server, ns: str) -> None:
+    """``kubectl create deployment`` records exactly upstream's field set: ``"."`` only on nodes
+    absent from the Go zero value (list entries, maps, pointer structs such as rollingUpdate)."""
+    server.kubectl("create", "deployment", "web", "--image=nginx", "-n", ns)
+    (entry,) = _managed(server, "deployment", "web", "-n", ns)
+    assert (entry["manager"], entry["operation"], entry["apiVersion"]) == (
+        "kubectl-create",
+        "Update",
+        "apps/v1",
+    )
+    # kube-apiserver 1.32, `kubectl create deployment web --image=nginx`, fieldsV1 of its entry
+    # (structured-merge-diff compares the request with the zero Deployment: spec, strategy,
+    # template and its metadata/spec exist there, so they carry no ".").
+    labels = {".": {}, "f:app": {}}
+    assert entry["fieldsV1"] == {
+        "f:metadata": {"f:labels": labels},
+        "f:spec": {
+            "f:progressDeadlineSeconds": {},
+            "f:replicas": {},
+            "f:revisionHistoryLimit": {},
+            "f:selector": {},
+            "f:strategy": {
+                "f:rollingUpdate": {".": {}, "f:maxSurge": {}, "f:maxUnavailable": {}},
+                "f:type": {},
+            },
+            "f:template": {
+                "f:metadata": {"f:labels": labels},
+                "f:spec": {
+                    "f:containers": {
+                        'k:{"name":"nginx"}': {
+                            ".": {},
+                            "f:image": {},
+                            "f:imagePullPolicy": {},
+                            "f:name": {},
+                            "f:resources": {},
+                            "f:terminationMessagePath": {},
+                            "f:terminationMessagePolicy": {},
+                        }
+                    },
+                    "f:dnsPolicy": {},
+                    "f:restartPolicy": {},
+                    "f:schedulerName": {},
+                    "f:securityContext": {},
+                    "f:terminationGracePeriodSeconds": {},
+                },
+            },
+        },
+    }
+
+
+@requires_kubectl
+def test_server_set_fields_are_not_owned_by_the_creator(server: Server, ns: str) -> None:
+    """Fields the server sets after the field manager ran (pod status, a Service's cluster IP and
+    IP families, a namespace's phase and finalizers) are owned by nobody, as upstream."""
+    # Upstream's create handler runs the field manager before the REST create, whose strategy
+    # (PrepareForCreate) and IP allocation set these; status is also a reset field.
+    server.kubectl("run", "p", "--image=nginx", "-n", ns)
+    (pod,) = _managed(server, "pod", "p", "-n", ns)
+    assert "f:status" not in pod["fieldsV1"]
+    server.kubectl("create", "service", "clusterip", "s", "--tcp=80:8080", "-n", ns)
+    (svc,) = _managed(server, "service", "s", "-n", ns)
+    spec = svc["fieldsV1"]["f:spec"]
+    for server_set in ("f:clusterIP", "f:clusterIPs", "f:ipFamilies", "f:ipFamilyPolicy"):
+        assert server_set not in spec
+    # Defaults applied while decoding (SetDefaults_Service) are the requester's.
+    assert {"f:internalTrafficPolicy", "f:sessionAffinity", "f:type", "f:ports"} <= set(spec)
+    assert spec["f:ports"]['k:{"port":80,"protocol":"TCP"}'] == {
+        ".": {},
+        "f:name": {},
+        "f:port": {},
+        "f:protocol": {},
+        "f:targetPort": {},
+    }
+    other = unique("rmns")
+    server.kubectl("create", "namespace", other)
+    (nse,) = _managed(server, "namespace", other)
+    # Upstream: only the label SetDefaults_Namespace adds.
+    assert nse["fieldsV1"] == {"f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}}

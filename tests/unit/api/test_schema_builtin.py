@@ -121,5 +121,17 @@ def test_public_surface() -> None:
             "compile_schema",
             "compiled_for_gvk",
             "strict_decoding_message",
+            "zero_object_for_gvk",
         ]
     )
+
+
+def test_zero_object_has_the_non_pointer_structs() -> None:
+    """A Deployment's zero value holds spec.strategy and the template (Go value fields), a null
+    selector (a pointer without omitempty), no rollingUpdate (an omitempty pointer)."""
+    zero = schema.zero_object_for_gvk("apps", "v1", "Deployment")
+    assert zero["spec"]["strategy"] == {}
+    assert zero["spec"]["selector"] is None
+    assert zero["spec"]["template"]["metadata"] == {}
+    assert "securityContext" not in zero["spec"]["template"]["spec"]
+    assert schema.zero_object_for_gvk("example.com", "v1", "Widget") == {}

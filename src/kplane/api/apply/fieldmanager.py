@@ -33,6 +33,7 @@ modify their inputs, and return a new object. Times are the caller's ``now`` (RF
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -154,9 +155,13 @@ def update_managed_fields(
     now: str,
     operation: str = managed.UPDATE,
     subresource: str = "",
+    zero: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``new`` with managedFields updated for a non-apply write by ``manager`` (see the module
-    docstring). ``old`` is the stored object, None on create. Inputs are not modified."""
+    docstring). ``old`` is the stored object, None on create; a create is compared against
+    ``zero``, the kind's empty value (upstream compares against the Go zero value, whose
+    non-pointer struct fields exist, so only fields absent there become members ``"."``; custom
+    resources start from ``{}``). Inputs are not modified."""
     requested = _managed_fields(new)
     try:
         if subresource:
@@ -176,7 +181,7 @@ def update_managed_fields(
     if old is not None and not entries and not managed.is_reset(requested):
         # Upstream never starts tracking an existing object on an ordinary write.
         return _with_managed(new_body, {})
-    old_body = _body(old) if old is not None else {}
+    old_body = _body(old) if old is not None else dict(zero or {})
     cmp = walk.compare(old_body, new_body, schema)
     ident = managed.identity(manager, operation, api_version, subresource)
     taken = cmp.changed()

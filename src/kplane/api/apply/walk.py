@@ -225,6 +225,10 @@ def _cmp_map(
 
 def _cmp_value(pe: str, lv: Any, rv: Any, node: Schema, added: Node, removed: Node, modified: Node) -> None:
     """Record the differences of two present, unequal values at element ``pe``."""
+    if lv is None and isinstance(rv, (dict, list)):
+        # A null (a Go zero value's nil list or map) is present but empty: the new value's
+        # contents are added, the node itself is not.
+        lv = type(rv)()
     if isinstance(lv, dict) and isinstance(rv, dict) and not is_atomic_map(node):
         a: Node = {}
         r: Node = {}

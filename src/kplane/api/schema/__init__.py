@@ -12,6 +12,7 @@ from kplane.api.schema.builtin import (
     definitions,
     node_for_definition,
     node_for_gvk,
+    zero_object_for_gvk,
 )
 from kplane.api.schema.compile import (
     CompiledSchema,
@@ -36,4 +37,5 @@ __all__ = [
     "node_for_definition",
     "node_for_gvk",
     "strict_decoding_message",
+    "zero_object_for_gvk",
 ]

@@ -77,9 +77,30 @@ def enums(name: str) -> Mapping[str, tuple[str, tuple[str, ...]]]:
     ``"scalar"``, ``"items"`` or ``"additionalProperties"``; the values, sorted). Empty when none.
 
     The ``kubernetes-validate`` definitions lack them; they come from the ``+enum`` Go types of
-    k8s.io/api (``_enums``, generated). They are documentation: upstream's schema validation of
+    k8s.io/api (``_go_types``, generated). They are documentation: upstream's schema validation of
     built-in kinds does not enforce them (its hand-written validation does, field by field).
     """
-    from kplane.api.schema import _enums
+    from kplane.api.schema import _go_types
 
-    return _enums.ENUMS.get(name, {})
+    return _go_types.ENUMS.get(name, {})
+
+
+@functools.cache
+def zero_object(name: str) -> Mapping[str, Any]:
+    """The JSON of the Go zero value of definition ``name``, as far as it has objects: every
+    non-pointer struct field present as an (itself zero) object, fields marshalled as null
+    (pointers, slices and maps without ``omitempty``) as None, nothing else. Shared and
+    read-only. A Deployment's is ``{"spec": {"strategy": {}, "template": {"metadata": {},
+    "spec": {...}}}, "status": {}, ...}``."""
+    from kplane.api.schema import _go_types
+
+    return {
+        prop: None if child is None else zero_object(child)
+        for prop, child in _go_types.VALUE_STRUCTS.get(name, {}).items()
+    }
+
+
+def zero_object_for_gvk(group: str, version: str, kind: str) -> Mapping[str, Any]:
+    """``zero_object`` of a built-in kind; ``{}`` for a kind that is not built in."""
+    name = definition_name_for_gvk(group, version, kind)
+    return zero_object(name) if name is not None else {}

@@ -108,23 +108,28 @@ class SchemaStep:
             hit = self._created.get(memo_key)
             if hit is not None and hit[0] is record.schema:  # the very schema it was computed with
                 return _with_entries(new, [{**e, "time": now} for e in hit[1]])
+        body, old_body = new, old
+        if record.has_status and not subresource:
+            # Upstream's reset fields: a main-endpoint write never owns status (the strategy
+            # resets it), so it is left out of both sides of the comparison.
+            body = _without_status(new)
+            old_body = _without_status(old) if old is not None else None
         result = ssa.update_managed_fields(
-            old,
-            new,
+            old_body,
+            body,
             manager=opts.field_manager,
             api_version=record.api_version,
             schema=self.node(record),
             now=now,
             subresource=subresource,
+            zero=None if record.custom else schema.zero_object_for_gvk(*record.gvk),
         )
+        entries = (result.get("metadata") or {}).get("managedFields") or []
         if memo_key is not None:
             if len(self._created) >= _CREATE_MEMO_SIZE:
                 self._created.clear()
-            self._created[memo_key] = (
-                record.schema,
-                (result.get("metadata") or {}).get("managedFields") or [],
-            )
-        return result
+            self._created[memo_key] = (record.schema, entries)
+        return _with_entries(new, entries)
 
 
 # The field set a create records depends only on the object's shape (which keys hold what kind of
@@ -162,5 +167,12 @@ def _create_memo_key(
 
 def _with_entries(obj: Object, entries: list[Object]) -> Object:
     meta = dict(obj["metadata"])
-    meta["managedFields"] = entries
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
     return {**obj, "metadata": meta}
+
+
+def _without_status(obj: Object) -> Object:
+    return {k: v for k, v in obj.items() if k != "status"} if "status" in obj else obj

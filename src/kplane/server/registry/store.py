@@ -127,10 +127,14 @@ class Registry:
         ):
             meta.pop(key, None)
         opts = opts or WriteOptions()
-        await strat.prepare_for_create(record, obj, self.list_current)
-        # The schema step sees the object as requested (plus what the strategy set); fields the
-        # server stamps below are trusted and need no validation.
+        # As upstream's create handler: decode and default (the schema step), record the
+        # creator's managedFields, then let the strategy set what the server owns (status, cluster
+        # IPs...), which the creator therefore does not own. Fields the server sets are trusted
+        # and need no schema validation.
         obj, schema_errs = self.schema.process(record, obj, None, opts)
+        if not schema_errs:
+            obj = self.schema.managed(record, None, obj, opts, rfc3339(self.clock))
+        await strat.prepare_for_create(record, obj, self.list_current)
         meta = obj["metadata"]
         meta["uid"] = objectmeta.new_uid()
         meta["creationTimestamp"] = rfc3339(self.clock)
@@ -147,8 +151,6 @@ class Registry:
             errs = await validate(record, obj, None, "")
         if errs:
             raise errors.invalid_object(record.kind, record.group, str(meta.get("name") or ""), errs)
-        obj = self.schema.managed(record, None, obj, opts, rfc3339(self.clock))
-        meta = obj["metadata"]
         if opts.dry_run:
             return obj
         for attempt in range(MAX_GENERATE_ATTEMPTS if generate else 1):

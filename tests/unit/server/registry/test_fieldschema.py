@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kplane.api import apply as ssa
+from kplane.api import schema
 from kplane.api.builtin import builtin_catalog
 from kplane.server.registry.fieldschema import SchemaStep, WriteOptions
 
@@ -18,7 +19,13 @@ def _engine(step: SchemaStep, group: str, plural: str, obj: dict[str, Any], now:
     record = CATALOG.lookup(group, "v1", plural)
     assert record is not None
     return ssa.update_managed_fields(
-        None, obj, manager="m", api_version=record.api_version, schema=step.node(record), now=now
+        None,
+        obj,
+        manager="m",
+        api_version=record.api_version,
+        schema=step.node(record),
+        now=now,
+        zero=schema.zero_object_for_gvk(record.group, record.version, record.kind),
     )
 
 

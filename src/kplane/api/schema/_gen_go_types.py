@@ -1,6 +1,6 @@
-"""Generate ``_enums.py`` from the Go sources of ``k8s.io/api`` (a checkout of tag v0.32.0).
+"""Generate ``_go_types.py`` from the Go sources of ``k8s.io/api`` (a checkout of tag v0.32.0).
 
-Usage: ``python -m kplane.api.schema._gen_enums /path/to/k8s.io/api > src/kplane/api/schema/_enums.py``
+Usage: ``python -m kplane.api.schema._gen_go_types /path/to/k8s.io/api > src/kplane/api/schema/_go_types.py``
 then ``ruff format`` the output.
 
 Design note. Upstream's OpenAPI carries ``enum`` for every field whose Go type is a string type
@@ -11,6 +11,10 @@ sources with a few line-oriented patterns (the API packages are written in one r
 ``json`` tag), resolves imports, aliases (``type ScopeType = v1.ScopeType``) and inlined structs,
 and prints, for each definition, the JSON properties that hold an enum and their sorted values.
 Only names and values are kept: none of the upstream prose.
+
+It also records which properties are struct-typed Go fields that are not pointers: those exist in
+the zero value of a kind (``spec`` of a Deployment, ``strategy`` of its spec), which is what
+structured-merge-diff compares a create against when it builds the creator's managedFields.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import pathlib
 import pprint
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 _MODULE = "k8s.io/api/"
 _SKIP = ("_test.go", "generated.pb.go", "zz_generated.deepcopy.go", "types_swagger_doc_generated.go")
@@ -28,8 +34,10 @@ _CONST_LINE = re.compile(r"^\s*(\w+)\s+([\w.]+)\s*=\s*(\"[^\"]*\"|[\w.]+)\s*(?:/
 _SINGLE_CONST = re.compile(r"^const\s+(\w+)\s+([\w.]+)\s*=\s*(\"[^\"]*\"|[\w.]+)")
 _FIELD = re.compile(r"^\s*(\w+)\s+(\S+)\s+`[^`]*json:\"([^\"]*)\"")
 _EMBEDDED = re.compile(r"^\s*([\w.*]+)\s+`[^`]*json:\",inline\"")
+_EMBEDDED_NAMED = re.compile(r"^\s*(\*?[\w.]+)\s+`[^`]*json:\"([^\",]+)")
 _IMPORT = re.compile(r"^\s*(?:(\w+)\s+)?\"([^\"]+)\"")
 
+T = TypeVar("T")
 Key = tuple[str, str]  # (package dir such as "apps/v1", type name)
 
 
@@ -94,7 +102,8 @@ def _add_import(pkg: _Package, alias: str | None, path: str) -> None:
 
 
 def _parse_struct(lines: list[str], i: int) -> tuple[list[tuple[str, str, str]], int]:
-    """(json name or "" for inline, Go type, container) per field; the index after the struct."""
+    """(json name or "" for inline, Go type, container) per field; the index after the struct.
+    The container (``_element``) ends with ``?`` for a field marshalled as null when unset."""
     fields: list[tuple[str, str, str]] = []
     depth = 1
     while i < len(lines) and depth:
@@ -104,17 +113,25 @@ def _parse_struct(lines: list[str], i: int) -> tuple[list[tuple[str, str, str]],
         if depth == 1:
             if m := _EMBEDDED.match(line):
                 fields.append(("", m.group(1).lstrip("*"), "scalar"))
+            elif m := _EMBEDDED_NAMED.match(line):
+                go_type, container = _element(m.group(1))
+                fields.append((m.group(2), go_type, container))
             elif m := _FIELD.match(line):
-                json_name = m.group(3).split(",", 1)[0]
+                json_name, _, options = m.group(3).partition(",")
                 if json_name and json_name != "-":
                     go_type, container = _element(m.group(2))
-                    fields.append((json_name, go_type, container))
+                    # A nil pointer, slice or map without omitempty is marshalled as null.
+                    null = container != "value" and "omitempty" not in options
+                    fields.append((json_name, go_type, container + ("?" if null else "")))
         depth += code.count("{") - code.count("}")
     return fields, i
 
 
 def _element(go_type: str) -> tuple[str, str]:
-    """(element type, where the enum goes: the value itself, list ``items`` or map values)."""
+    """(element type, where the enum goes: the value itself, list ``items`` or map values; ``value``
+    for a field that is neither a pointer nor a container)."""
+    if not go_type.startswith(("*", "[]", "map[")):
+        return go_type, "value"
     t = go_type.lstrip("*")
     if t.startswith("[]"):
         return t[2:].lstrip("*"), "items"
@@ -193,27 +210,73 @@ def definition_enums(pkgs: dict[str, _Package]) -> dict[str, dict[str, tuple[str
                 if key not in seen and key[1] in pkgs[key[0]].structs:
                     out.update(fields_of(key[0], key[1], seen | {key}))
             elif key in enums:
-                out[json_name] = (container, tuple(enums[key]))
+                where = container.rstrip("?")
+                out[json_name] = ("scalar" if where == "value" else where, tuple(enums[key]))
         return out
 
-    result: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
+    return _per_definition(pkgs, fields_of)
+
+
+def _definition(here: str, struct: str) -> str:
+    return f"io.k8s.api.{here.replace('/', '.')}.{struct}"
+
+
+def _per_definition(
+    pkgs: dict[str, _Package], fields_of: Callable[[str, str, frozenset[Key]], dict[str, T]]
+) -> dict[str, dict[str, T]]:
+    """``fields_of`` of every struct, by definition name, structs without any left out."""
+    result: dict[str, dict[str, T]] = {}
     for here, pkg in sorted(pkgs.items()):
         for struct in sorted(pkg.structs):
             props = fields_of(here, struct, frozenset({(here, struct)}))
             if props:
-                result[f"io.k8s.api.{here.replace('/', '.')}.{struct}"] = dict(sorted(props.items()))
+                result[_definition(here, struct)] = dict(sorted(props.items()))
     return result
 
 
+def value_structs(pkgs: dict[str, _Package]) -> dict[str, dict[str, str | None]]:
+    """definition name -> JSON property -> definition of a non-pointer struct field (present in
+    the type's zero value), or None for a pointer, slice or map without ``omitempty`` (present as
+    null). ``metav1.ObjectMeta`` counts; other apimachinery types marshal their zero value as a
+    scalar or null (Time, Quantity, IntOrString) and are left out."""
+
+    def fields_of(here: str, struct: str, seen: frozenset[Key]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for json_name, go_type, container in pkgs[here].structs.get(struct, ()):
+            if container.endswith("?"):
+                out[json_name] = None
+                continue
+            if go_type.endswith(".ObjectMeta") and container == "value":
+                out[json_name] = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+                continue
+            key = _resolve(pkgs, here, go_type)
+            if key is None or key[1] not in pkgs[key[0]].structs:
+                continue
+            if not json_name:
+                if key not in seen:
+                    out.update(fields_of(key[0], key[1], seen | {key}))
+            elif container == "value":
+                out[json_name] = _definition(*key)
+        return out
+
+    return _per_definition(pkgs, fields_of)
+
+
 def main() -> None:
-    data = definition_enums(load(pathlib.Path(sys.argv[1])))
-    print('"""Generated by ``_gen_enums`` from k8s.io/api v0.32.0: do not edit.')
+    pkgs = load(pathlib.Path(sys.argv[1]))
+    data = definition_enums(pkgs)
+    print('"""Generated by ``_gen_go_types`` from k8s.io/api v0.32.0: do not edit.')
     print()
-    print("For each definition, the properties whose Go type is an upstream ``+enum`` type: where the")
-    print('enum applies (``"scalar"``, list ``"items"`` or map ``"additionalProperties"``) and the values.')
+    print("``ENUMS``: for each definition, the properties whose Go type is an upstream ``+enum`` type:")
+    print('where the enum applies (``"scalar"``, list ``"items"`` or map ``"additionalProperties"``) and')
+    print("the values. ``VALUE_STRUCTS``: the properties present in the zero value of the type: the")
+    print("definitions of non-pointer struct fields, None for fields marshalled as null.")
     print('"""')
     print()
     print("ENUMS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = " + pprint.pformat(data, width=100))
+    print()
+    structs = value_structs(pkgs)
+    print("VALUE_STRUCTS: dict[str, dict[str, str | None]] = " + pprint.pformat(structs, width=100))
 
 
 if __name__ == "__main__":
