@@ -170,3 +170,44 @@ def test_server_set_fields_are_not_owned_by_the_creator(server: Server, ns: str)
     (nse,) = _managed(server, "namespace", other)
     # Upstream: only the label SetDefaults_Namespace adds.
     assert nse["fieldsV1"] == {"f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}}
+
+
+# --- 6. Job selectors -----------------------------------------------------------------------------
+
+
+@requires_kubectl
+def test_job_gets_generated_selector_and_labels(server: Server, ns: str) -> None:
+    """A Job without manualSelector gets upstream's generated selector and template labels."""
+    server.kubectl("create", "job", "j", "--image=busybox", "-n", ns)
+    job = json.loads(server.kubectl("get", "job", "j", "-n", ns, "-o", "json").stdout)
+    uid = job["metadata"]["uid"]
+    # Upstream pkg/registry/batch/job/strategy.go generateSelector: the selector matches the
+    # controller uid; the template carries job name and uid, current and legacy label names.
+    assert job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert job["spec"]["template"]["metadata"]["labels"] == {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": "j",
+        "controller-uid": uid,
+        "job-name": "j",
+    }
+    assert "manualSelector" not in job["spec"]
+
+
+def test_manual_selector_job_is_left_alone(api: Kube, ns: str) -> None:
+    """With ``manualSelector: true`` the user's selector and labels are kept, nothing is added."""
+    body = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "m"},
+        "spec": {
+            "manualSelector": True,
+            "selector": {"matchLabels": {"app": "m"}},
+            "template": {
+                "metadata": {"labels": {"app": "m"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    job = api.ok("POST", f"/apis/batch/v1/namespaces/{ns}/jobs", body)
+    assert job["spec"]["selector"] == {"matchLabels": {"app": "m"}}
+    assert job["spec"]["template"]["metadata"]["labels"] == {"app": "m"}

@@ -134,14 +134,14 @@ class Registry:
         obj, schema_errs = self.schema.process(record, obj, None, opts)
         if not schema_errs:
             obj = self.schema.managed(record, None, obj, opts, rfc3339(self.clock))
-        await strat.prepare_for_create(record, obj, self.list_current)
         meta = obj["metadata"]
-        meta["uid"] = objectmeta.new_uid()
+        meta["uid"] = objectmeta.new_uid()  # before the strategy, which may use it (Job selectors)
         meta["creationTimestamp"] = rfc3339(self.clock)
         if record.tracks_generation:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
+        await strat.prepare_for_create(record, obj, self.list_current)
         errs = objectmeta.validate_metadata(meta, name_rule=strat.name_rule)
         if not errs:
             errs = schema_errs or strat.validate(record, obj, None)

@@ -307,6 +307,46 @@ class DeploymentStrategy(Strategy):
         )
 
 
+class JobStrategy(Strategy):
+    """Upstream's Job strategy: unless ``spec.manualSelector`` is true, a create gets a selector on
+    its uid and the template gets the job-name and controller-uid labels, each in its current
+    (``batch.kubernetes.io/``) and legacy spelling; labels the user set are kept (a conflict is
+    then refused by validation upstream)."""
+
+    async def prepare_for_create(
+        self, record: ResourceRecord, obj: Object, list_current: ListCurrent
+    ) -> None:
+        await super().prepare_for_create(record, obj, list_current)
+        spec = obj.get("spec")
+        if not isinstance(spec, dict) or spec.get("manualSelector") is True:
+            return
+        template = spec.get("template")
+        if not isinstance(template, dict):
+            return
+        meta = obj["metadata"]
+        name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
+        tmeta = template.get("metadata")
+        tmeta = template["metadata"] = dict(tmeta) if isinstance(tmeta, dict) else {}
+        labels = tmeta.get("labels")
+        labels = tmeta["labels"] = dict(labels) if isinstance(labels, dict) else {}
+        for key, value in (
+            (_JOB_NAME_LEGACY, name),
+            (_JOB_NAME, name),
+            (_CONTROLLER_UID_LEGACY, uid),
+            (_CONTROLLER_UID, uid),
+        ):
+            labels.setdefault(key, value)
+        selector = spec.get("selector")
+        selector = spec["selector"] = dict(selector) if isinstance(selector, dict) else {}
+        match = selector.get("matchLabels")
+        match = selector["matchLabels"] = dict(match) if isinstance(match, dict) else {}
+        match.setdefault(_CONTROLLER_UID, uid)
+
+
+_JOB_NAME_LEGACY, _JOB_NAME = "job-name", "batch.kubernetes.io/job-name"
+_CONTROLLER_UID_LEGACY, _CONTROLLER_UID = "controller-uid", "batch.kubernetes.io/controller-uid"
+
+
 class SecretStrategy(Strategy):
     """``stringData`` is write-only: merged into ``data`` (base64) and never stored."""
 
@@ -345,6 +385,7 @@ _BY_KIND: dict[tuple[str, str], Strategy] = {
     ("", "Secret"): SecretStrategy(),
     ("apps", "Deployment"): DeploymentStrategy(),
     ("apps", "DaemonSet"): DaemonSetStrategy(),
+    ("batch", "Job"): JobStrategy(),
     ("rbac.authorization.k8s.io", "Role"): PathNameStrategy(),
     ("rbac.authorization.k8s.io", "ClusterRole"): PathNameStrategy(),
     ("rbac.authorization.k8s.io", "RoleBinding"): PathNameStrategy(),
