@@ -50,6 +50,10 @@ class ServerConfig:
     kubeconfig_path: Path | None = None
     schema_validation: bool = True  # False only to measure what validation costs
     clock: Clock = field(default_factory=RealClock)
+    shutdown_timeout: float = 1.0
+    """Seconds ``stop`` lets in-flight requests (open watches included) finish before cancelling them.
+
+    Must be > 0: aiohttp reads 0 as "wait without limit"."""
     filters: Sequence[Filter] = ()
     """Extra filters run after authentication, outermost first (test hooks: ``kplane.testing`` faults)."""
 
@@ -127,7 +131,7 @@ class APIServer:
             request_factory=_request_factory,
             access_log=None,
         )
-        self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
+        self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=cfg.shutdown_timeout)
         await self._runner.setup()
 
         sock = _bind(cfg.host, cfg.port)

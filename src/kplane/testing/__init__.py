@@ -6,14 +6,16 @@ Beside ``kplane.cli``, the one other place where the server and client stacks me
   loopback port (HTTPS, admin credentials), ready in milliseconds, with a client, a kubeconfig and
   CRDs installed (``controlplane``);
 * ``eventually`` / ``consistently``: poll a condition, as Gomega does (``eventually``);
+* ``AutoAdvancingClock``: a fake clock that jumps to the next timer when the loop is idle (``clock``);
 * ``FaultPlan``: seeded, replayable 409 storms, dropped watches, 410 on resume and slow writes
   injected inside the server (``faults``);
-* pytest fixtures ``kplane``, ``kplane_client``, ``kplane_session`` (``pytest_plugin``, registered
-  through the ``pytest11`` entry point).
+* pytest fixtures ``kplane``, ``kplane_client``, ``kplane_clock``, ``kplane_session``
+  (``pytest_plugin``, registered through the ``pytest11`` entry point).
 
 Only this package's ``__all__`` carries compatibility promises.
 """
 
+from kplane.testing.clock import AutoAdvancingClock
 from kplane.testing.controlplane import ControlPlane, CrdSource, ThreadedControlPlane
 from kplane.testing.eventually import consistently, eventually, eventually_blocking
 from kplane.testing.faults import (
@@ -27,6 +29,7 @@ from kplane.testing.faults import (
 )
 
 __all__ = [
+    "AutoAdvancingClock",
     "Conflicts",
     "ControlPlane",
     "CrdSource",

@@ -26,6 +26,7 @@ writes its own admin kubeconfig into a private temporary directory removed on ex
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import shutil
@@ -112,6 +113,8 @@ class ControlPlane:
                     schema_validation=self._schema_validation,
                     clock=self._clock,
                     filters=(self.faults.filter,) if self.faults is not None else (),
+                    # A test's server is thrown away: open watches must not hold its stop up.
+                    shutdown_timeout=0.05,
                 )
             )
             self.config = dataclasses.replace(config_mod.Config.from_kubeconfig(self.kubeconfig), qps=0.0)
@@ -208,6 +211,7 @@ class ThreadedControlPlane:
             return
         try:
             self._runner.run(self._plane.stop())
+            self._runner.run(_cancel_other_tasks())
         finally:
             self._runner.stop()
             self._runner = None
@@ -255,3 +259,12 @@ class ThreadedControlPlane:
             coro.close()
             raise RuntimeError("the control plane is not running")
         return self._runner.run(coro)
+
+
+async def _cancel_other_tasks() -> None:
+    """Cancel and await what the stopped server left in its loop, so closing the loop strands nothing."""
+    current = asyncio.current_task()
+    rest = [t for t in asyncio.all_tasks() if t is not current]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)

@@ -7,6 +7,7 @@ in a ``conftest.py`` is equivalent (for environments that disable entry-point pl
   ready. Needs pytest-asyncio. CRDs come from the ``kplane_crds`` fixture and faults from
   ``kplane_faults``: override either in your ``conftest.py`` or test module.
 * ``kplane_client``: ``kplane.client`` itself.
+* ``kplane_clock`` (async, per test): a started ``AutoAdvancingClock`` to give the code under test.
 * ``kplane_session`` (sync, per session): one ``ThreadedControlPlane`` shared by every test (each
   test opens its own client on ``kplane_session.config``); use fresh namespaces per test.
 * ``kplane_seed``: the fault seed, from ``--kplane-seed`` or random; printed in failure reports so
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from kplane.client import typed
-from kplane.testing import controlplane, faults
+from kplane.testing import clock, controlplane, faults
 
 _SEED_KEY = pytest.StashKey[int]()
 
@@ -86,6 +87,12 @@ else:
         """A fresh control plane in this test's event loop, CRDs installed."""
         async with controlplane.ControlPlane(crds=kplane_crds, faults=kplane_faults) as cp:
             yield cp
+
+    @pytest_asyncio.fixture
+    async def kplane_clock() -> AsyncIterator[clock.AutoAdvancingClock]:
+        """A fake clock that jumps to the next timer whenever the test's loop is idle."""
+        async with clock.AutoAdvancingClock() as c:
+            yield c
 
     @pytest_asyncio.fixture
     async def kplane_client(kplane: controlplane.ControlPlane) -> typed.Client:

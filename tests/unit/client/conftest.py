@@ -1,4 +1,4 @@
-"""Fixtures for the client tests: one real ``kplane serve`` on loopback for the whole session.
+"""Fixtures for the client tests: one real kplane server (``kplane.testing``) for the whole session.
 
 Behaviour users see is checked against that server; ``local_server`` is a tiny aiohttp app for the
 replies a real server cannot be made to send on demand (Warning headers, 429, 401, odd bodies).
@@ -6,28 +6,20 @@ replies a real server cannot be made to send on demand (Warning headers, 429, 40
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from aiohttp import web
 
 from kplane.client import Config, typed
-from tests.e2e.conftest import Server, start_server
-
-
-@pytest.fixture(scope="session")
-def kplane_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = start_server(tmp_path_factory.mktemp("kplane-client"))
-    yield srv
-    srv.stop()
+from kplane.testing import ThreadedControlPlane
 
 
 @pytest.fixture
-def config(kplane_server: Server) -> Config:
-    """The server's admin config without the client-side rate limit (tests send bursts)."""
-    return dataclasses.replace(Config.from_kubeconfig(kplane_server.kubeconfig), qps=0)
+def config(kplane_session: ThreadedControlPlane) -> Config:
+    """The session control plane's admin config, without a client-side rate limit (tests send bursts)."""
+    return kplane_session.config
 
 
 @pytest.fixture

@@ -9,18 +9,17 @@ import pytest
 
 from kplane._util import clock as clock_mod
 from kplane.client import events as events_mod
-from tests.e2e import conftest as e2e
 from tests.unit.informers import _live
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default", "uid": "u-1"}}
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[e2e.Server]:
-    yield from _live.module_server(tmp_path_factory)
+def srv() -> Iterator[_live.Server]:
+    yield from _live.module_server()
 
 
-async def test_identical_events_become_one_event_with_a_count(srv: e2e.Server) -> None:
+async def test_identical_events_become_one_event_with_a_count(srv: _live.Server) -> None:
     """Three identical events are one core/v1 Event with count 3; a different reason is a new Event."""
     async with _live.clients(srv) as dc:
         rec = events_mod.EventRecorder(dc.resource(_live.EVENTS), events_mod.EventSource("test-ctl"))

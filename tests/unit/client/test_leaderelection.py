@@ -1,28 +1,26 @@
-"""Leader election on a real server: one leader at a time, takeover after a kill, fast release."""
+"""Leader election on a real server, on an auto-advancing fake clock (controller-runtime's timings).
+
+One leader at a time; a clean stop releases the Lease so the standby leads within one retry; a
+crashed leader (no release) is replaced within the lease duration; a leader whose Lease is taken
+stops leading. All times are measured on the fake clock, so the assertions are exact and the tests
+take milliseconds.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
-from collections.abc import Iterator
 
 import pytest
 
+from kplane.client import dynamic
 from kplane.client import leaderelection as le
-from tests.e2e import conftest as e2e
-from tests.unit.informers import _fake, _live
+from kplane.testing import AutoAdvancingClock, ControlPlane, eventually
+from tests.unit.informers import _live
 
-FAST = le.LeaderElectionConfig(lease_duration=2.0, renew_deadline=1.5, retry_period=0.2)
-
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[e2e.Server]:
-    yield from _live.module_server(tmp_path_factory)
+CONFIG = le.LeaderElectionConfig()  # 15 s lease, 10 s renew deadline, 2 s retry period
+RETRY_WORST = CONFIG.retry_period * (1 + le.JITTER_FACTOR)  # one jittered acquire retry
+started: dict[str, float] = {}
+"""When each identity started leading, on the fake clock."""
 
 
 def test_config_validation() -> None:
@@ -35,109 +33,96 @@ def test_config_validation() -> None:
 
 
 def _candidate(
-    dc: object, name: str, identity: str, leading: list[str], config: le.LeaderElectionConfig = FAST
+    dc: dynamic.DynamicClient,
+    clock: AutoAdvancingClock,
+    name: str,
+    identity: str,
+    leading: list[str],
+    config: le.LeaderElectionConfig = CONFIG,
 ) -> le.LeaderElector:
-    leases = dc.resource(_live.LEASES, "default")  # type: ignore[attr-defined]
-    lock = le.LeaseLock(leases, namespace="default", name=name, identity=identity)
+    lock = le.LeaseLock(
+        dc.resource(_live.LEASES, "default"), namespace="default", name=name, identity=identity
+    )
 
     async def lead() -> None:
         leading.append(identity)
+        started[identity] = clock.monotonic()  # eventually() returns later: time moves on meanwhile
         await asyncio.Event().wait()
 
-    return le.LeaderElector(lock, le.LeaderCallbacks(on_started_leading=lead), config)
+    return le.LeaderElector(lock, le.LeaderCallbacks(on_started_leading=lead), config, clock=clock)
 
 
-async def test_clean_shutdown_releases_the_lease(srv: e2e.Server) -> None:
-    """Cancelling the leader releases the Lease, so the standby leads within a couple of retries."""
-    async with _live.clients(srv) as dc:
+async def _stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_clean_shutdown_releases_the_lease(
+    kplane: ControlPlane, kplane_clock: AutoAdvancingClock
+) -> None:
+    """Cancelling the leader releases the Lease: the standby leads within one retry, not a lease duration."""
+    clock = kplane_clock
+    async with _live.clients(kplane) as dc:
         leading: list[str] = []
-        a = _candidate(dc, "release", "a", leading)
-        b = _candidate(dc, "release", "b", leading)
-        ta = asyncio.get_running_loop().create_task(a.run())
-        await _fake.until(lambda: leading == ["a"])
-        tb = asyncio.get_running_loop().create_task(b.run())
-        await asyncio.sleep(0.5)
+        a = _candidate(dc, clock, "release", "a", leading)
+        b = _candidate(dc, clock, "release", "b", leading)
+        ta = asyncio.ensure_future(a.run())
+        await eventually(lambda: leading == ["a"])
+        tb = asyncio.ensure_future(b.run())
+        await clock.sleep(3 * CONFIG.lease_duration)  # many renewals and retries
         assert leading == ["a"] and b.leader == "a"  # one leader at a time
-        ta.cancel()
-        t0 = time.monotonic()
-        await asyncio.gather(ta, return_exceptions=True)
-        await _fake.until(lambda: leading == ["a", "b"])
-        assert time.monotonic() - t0 < 1.0
+        released_at = clock.monotonic()
+        await _stop(ta)
+        await eventually(lambda: leading == ["a", "b"])
+        assert started["b"] - released_at <= RETRY_WORST
         lease = await dc.resource(_live.LEASES, "default").get("release")
         assert lease["spec"]["holderIdentity"] == "b" and lease["spec"]["leaseTransitions"] == 1
-        tb.cancel()
-        await asyncio.gather(tb, return_exceptions=True)
+        await _stop(tb)
 
 
-LEADER_SCRIPT = textwrap.dedent(
-    """
-    import asyncio, dataclasses, sys
-    from kplane.client import config, dynamic, leaderelection as le, rest
-    async def main():
-        cfg = dataclasses.replace(config.Config.from_kubeconfig(sys.argv[1]), qps=0.0)
-        async with rest.RESTClient(cfg) as rc:
-            leases = dynamic.DynamicClient(rc).resource(
-                dynamic.Resource("coordination.k8s.io", "v1", "leases", "Lease", True), "default")
-            lock = le.LeaseLock(leases, namespace="default", name="kill", identity="victim")
-            async def lead():
-                print("leading", flush=True)
-                await asyncio.Event().wait()
-            cfg = le.LeaderElectionConfig(lease_duration=2.0, renew_deadline=1.5, retry_period=0.2)
-            await le.LeaderElector(lock, le.LeaderCallbacks(on_started_leading=lead), cfg).run()
-    asyncio.run(main())
-    """
-)
+async def test_crashed_leader_is_replaced_within_the_lease_duration(
+    kplane: ControlPlane, kplane_clock: AutoAdvancingClock
+) -> None:
+    """A leader that stops without releasing (a crash) is replaced once its lease runs out."""
+    clock = kplane_clock
+    crashing = le.LeaderElectionConfig(release_on_cancel=False)
+    async with _live.clients(kplane) as dc:
+        leading: list[str] = []
+        victim = _candidate(dc, clock, "crash", "victim", leading, crashing)
+        standby = _candidate(dc, clock, "crash", "standby", leading)
+        tv = asyncio.ensure_future(victim.run())
+        await eventually(lambda: leading == ["victim"])
+        ts = asyncio.ensure_future(standby.run())
+        await clock.sleep(2 * CONFIG.lease_duration)
+        assert leading == ["victim"] and standby.leader == "victim"
+        await _stop(tv)
+        crashed_at = clock.monotonic()
+        await eventually(lambda: leading == ["victim", "standby"])
+        takeover = started["standby"] - crashed_at
+        # The standby counts the lease from when it saw the last renewal (between one retry period
+        # before the crash and one jittered retry after it) and notices expiry at a later retry.
+        assert (
+            CONFIG.lease_duration - CONFIG.retry_period <= takeover <= CONFIG.lease_duration + 2 * RETRY_WORST
+        )
+        await _stop(ts)
 
 
-async def test_killed_leader_is_replaced_within_the_lease_duration(srv: e2e.Server) -> None:
-    """SIGKILL the leader process: the standby leads within the lease duration plus one retry."""
-    proc = subprocess.Popen(  # noqa: ASYNC220 - started once, then only read from a thread
-        [sys.executable, "-c", LEADER_SCRIPT, str(srv.kubeconfig)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    try:
-        assert proc.stdout is not None
-        line = await asyncio.to_thread(proc.stdout.readline)
-        assert line.strip() == "leading"
-        async with _live.clients(srv) as dc:
-            leading: list[str] = []
-            standby = _candidate(dc, "kill", "standby", leading)
-            task = asyncio.get_running_loop().create_task(standby.run())
-            await asyncio.sleep(0.6)
-            assert leading == [] and standby.leader == "victim"
-            proc.send_signal(signal.SIGKILL)
-            killed_at = time.monotonic()
-            await _fake.until(lambda: leading == ["standby"], limit=10)
-            takeover = time.monotonic() - killed_at
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        # Worst case: the lease duration, counted from the standby's last observed renewal, plus
-        # one jittered retry (0.2 s x 2.2).
-        assert takeover <= FAST.lease_duration + FAST.retry_period * 2.2 + 0.2, takeover
-    finally:
-        proc.kill()
-        proc.wait()
-
-
-async def test_losing_the_lease_stops_leading(srv: e2e.Server) -> None:
-    """When renewals fail past the renew deadline, the work is cancelled and run() returns."""
-    async with _live.clients(srv) as dc:
+async def test_losing_the_lease_stops_leading(kplane: ControlPlane, kplane_clock: AutoAdvancingClock) -> None:
+    """When someone else takes the Lease, the work is cancelled and run() returns."""
+    async with _live.clients(kplane) as dc:
         leading: list[str] = []
         stopped: list[bool] = []
-        elector = _candidate(dc, "lose", "x", leading)
+        elector = _candidate(dc, kplane_clock, "lose", "x", leading)
         elector.callbacks = le.LeaderCallbacks(
             on_started_leading=elector.callbacks.on_started_leading,
             on_stopped_leading=lambda: stopped.append(True),
         )
-        task = asyncio.get_running_loop().create_task(elector.run())
-        await _fake.until(lambda: leading == ["x"])
+        task = asyncio.ensure_future(elector.run())
+        await eventually(lambda: leading == ["x"])
         # Someone else takes the Lease over by force (as an admin might): renewals now conflict.
         leases = dc.resource(_live.LEASES, "default")
         lease = await leases.get("lose")
         lease["spec"]["holderIdentity"] = "intruder"
         await leases.update(lease)
-        async with asyncio.timeout(5):
-            await task
+        await eventually(task.done)
         assert stopped == [True] and not elector.is_leader()

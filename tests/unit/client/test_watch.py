@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -11,8 +11,9 @@ import pytest
 from kplane._util import backoff as backoff_mod
 from kplane._util import clock as clock_mod
 from kplane.api import errors
+from kplane.client import dynamic, rest
 from kplane.client import watch as watch_mod
-from tests.e2e import conftest as e2e
+from kplane.testing import AutoAdvancingClock, ControlPlane, DropWatches, FaultPlan, eventually
 from tests.unit.informers import _fake, _live
 
 
@@ -93,55 +94,34 @@ async def test_very_short_empty_watch_counts_as_an_error() -> None:
     assert clock.sleeps[:2] == pytest.approx([0.8, 1.6]) and Empty.calls == 2
 
 
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[e2e.Server]:
-    yield from _live.module_server(tmp_path_factory, "--history-window", "50")
-
-
-class ShortWatches:
-    """Forces 1 s server timeouts so the watcher has to reconnect often."""
-
-    def __init__(self, inner: watch_mod.ListWatch) -> None:
-        self.inner = inner
-        self.opened: list[str | None] = []
-
-    async def list(self, **kw: Any) -> dict[str, Any]:
-        return await self.inner.list(**kw)
-
-    def watch(self, **kw: Any) -> AsyncIterator[dict[str, Any]]:
-        self.opened.append(kw.get("resource_version"))
-        return self.inner.watch(**{**kw, "timeout_seconds": 1})
-
-
-async def test_real_server_reconnects_lose_and_repeat_nothing(srv: e2e.Server) -> None:
-    """Across server-side timeouts every write is seen exactly once, in order."""
-    async with _live.clients(srv) as dc:
-        await _live.make_namespace(dc, "rw")
-        cms = dc.resource(_live.CONFIGMAPS, "rw")
+async def test_real_server_reconnects_lose_and_repeat_nothing(kplane_clock: AutoAdvancingClock) -> None:
+    """Across watches cut by the server every write is seen exactly once, in order."""
+    cut = FaultPlan(DropWatches(after_lines=(1, 3)), seed=11)  # resume again and again
+    async with ControlPlane(faults=cut) as cp, rest.RESTClient(cp.config, _clock=kplane_clock) as rc:
+        cms = dynamic.DynamicClient(rc).resource(_live.CONFIGMAPS, "default")
         start = (await cms.list())["metadata"]["resourceVersion"]
-        lw = ShortWatches(watch_mod.ListWatch(cms))
+        lw = watch_mod.ListWatch(cms)
         seen: list[tuple[str, str]] = []
 
         async def consume() -> None:
-            async for ev in watch_mod.RetryWatcher(lw, start):
+            async for ev in watch_mod.RetryWatcher(lw, start, clock=kplane_clock):
                 seen.append((ev.type.value, ev.object["metadata"]["name"]))
 
-        task = asyncio.get_running_loop().create_task(consume())
+        task = asyncio.ensure_future(consume())
         expected = []
         for i in range(12):
             await cms.create({"metadata": {"name": f"w-{i}"}})
             expected.append(("ADDED", f"w-{i}"))
-            await asyncio.sleep(0.2)
-        await _fake.until(lambda: len(seen) >= 12)
+        await eventually(lambda: len(seen) >= 12)
         task.cancel()
-        assert seen == expected and len(lw.opened) >= 2
+        assert seen == expected
+        assert cut.count(DropWatches) >= 4  # 12 events, at most 3 per watch
 
 
-async def test_real_server_gone_is_raised(srv: e2e.Server) -> None:
+async def test_real_server_gone_is_raised() -> None:
     """Resuming from a version older than the history window raises errors.Gone."""
-    async with _live.clients(srv) as dc:
-        await _live.make_namespace(dc, "rg")
-        cms = dc.resource(_live.CONFIGMAPS, "rg")
+    async with ControlPlane(history_window=50) as cp, _live.clients(cp) as dc:
+        cms = dc.resource(_live.CONFIGMAPS, "default")
         for i in range(60):
             await cms.create({"metadata": {"name": f"g-{i}"}})
         w = watch_mod.RetryWatcher(watch_mod.ListWatch(cms), "2", backoff=backoff_mod.reflector_backoff())

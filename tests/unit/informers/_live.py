@@ -1,47 +1,32 @@
-"""A real ``kplane serve`` on loopback for informer, watch, leader-election and event tests.
+"""A real kplane server (``kplane.testing``) for informer, watch, leader-election and event tests.
 
-``live_server`` starts one (``tests/e2e/conftest.start_server``) with any extra flags;
-``clients`` opens a ``DynamicClient`` on its admin kubeconfig with client-side rate limiting off,
-so tests can write thousands of objects quickly.
+``module_server`` runs one in a background thread (a module-scoped server outlives each test's
+event loop; a test of its own uses ``ControlPlane`` in its loop); ``clients`` opens a
+``DynamicClient`` on its admin config (no client-side rate limit), so tests can write thousands of
+objects quickly.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
-from kplane.client import config as config_mod
 from kplane.client import dynamic, rest
-from tests.e2e import conftest as e2e
+from kplane.testing import ControlPlane, ThreadedControlPlane
 
 CONFIGMAPS = dynamic.Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 LEASES = dynamic.Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 EVENTS = dynamic.Resource("", "v1", "events", "Event", namespaced=True)
 NAMESPACES = dynamic.Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 
-
-@contextlib.contextmanager
-def live_server(data_dir: Path, *extra: str) -> Iterator[e2e.Server]:
-    """A running server (in-memory storage, for speed) that is stopped on exit."""
-    srv = e2e.start_server(data_dir, *extra, storage="memory")
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
-def client_config(srv: e2e.Server) -> config_mod.Config:
-    """The server's admin config without client-side rate limiting."""
-    return dataclasses.replace(config_mod.Config.from_kubeconfig(srv.kubeconfig), qps=0.0)
+Server = ThreadedControlPlane
 
 
 @contextlib.asynccontextmanager
-async def clients(srv: e2e.Server) -> AsyncIterator[dynamic.DynamicClient]:
+async def clients(srv: Server | ControlPlane) -> AsyncIterator[dynamic.DynamicClient]:
     """A ``DynamicClient`` on ``srv``; its connections are closed on exit."""
-    async with rest.RESTClient(client_config(srv)) as rc:
+    async with rest.RESTClient(srv.config) as rc:
         yield dynamic.DynamicClient(rc)
 
 
@@ -50,7 +35,10 @@ async def make_namespace(dc: dynamic.DynamicClient, name: str) -> None:
     await dc.resource(NAMESPACES).create({"metadata": {"name": name}})
 
 
-def module_server(tmp_path_factory: Any, *extra: str) -> Iterator[e2e.Server]:
-    """Body of a module-scoped server fixture: ``yield from _live.module_server(factory)``."""
-    with live_server(tmp_path_factory.mktemp("kplane"), *extra) as srv:
+def module_server(**options: Any) -> Iterator[Server]:
+    """Body of a module-scoped server fixture: ``yield from _live.module_server()``.
+
+    ``options`` are ``ControlPlane``'s (e.g. ``history_window``).
+    """
+    with ThreadedControlPlane(**options) as srv:
         yield srv

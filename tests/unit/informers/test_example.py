@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kplane.testing import ControlPlane
 from tests.unit.informers import _live
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "informer_workqueue.py"
@@ -14,7 +15,7 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "informer_workqueue
 
 async def test_example_prints_every_configmap(tmp_path: Path) -> None:
     """With --once the example handles each ConfigMap of the namespace once and exits 0."""
-    with _live.live_server(tmp_path) as srv:
+    async with ControlPlane() as srv:
         async with _live.clients(srv) as dc:
             await _live.make_namespace(dc, "ex")
             cms = dc.resource(_live.CONFIGMAPS, "ex")

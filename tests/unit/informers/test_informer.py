@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from kplane._util import clock as clock_mod
 from kplane.client import watch as watch_mod
 from kplane.informers import handlers as handlers_mod
 from kplane.informers import informer as informer_mod
-from tests.e2e import conftest as e2e
+from kplane.testing import ControlPlane
 from tests.unit.informers import _fake, _live
 
 
@@ -177,11 +176,6 @@ async def test_transform_and_custom_index() -> None:
         inf.add_event_handler(Recorder())
 
 
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[e2e.Server]:
-    yield from _live.module_server(tmp_path_factory)
-
-
 async def _bounded(coros: list[Any], limit: int = 32) -> None:
     sem = asyncio.Semaphore(limit)
 
@@ -193,9 +187,9 @@ async def _bounded(coros: list[Any], limit: int = 32) -> None:
 
 
 @pytest.mark.slow
-async def test_informer_over_10000_objects_survives_a_storm(srv: e2e.Server) -> None:
+async def test_informer_over_10000_objects_survives_a_storm() -> None:
     """Real server: an informer over 10,000 ConfigMaps equals the server after a storm of writes."""
-    async with _live.clients(srv) as dc:
+    async with ControlPlane() as srv, _live.clients(srv) as dc:
         await _live.make_namespace(dc, "storm")
         cms = dc.resource(_live.CONFIGMAPS, "storm")
         await _bounded(

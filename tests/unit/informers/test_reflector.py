@@ -14,7 +14,7 @@ from kplane._util import clock as clock_mod
 from kplane.client import watch as watch_mod
 from kplane.informers import reflector as reflector_mod
 from kplane.informers import store as store_mod
-from tests.e2e import conftest as e2e
+from kplane.testing import ControlPlane
 from tests.unit.informers import _fake, _live
 
 
@@ -152,41 +152,39 @@ class GatedListWatch:
 
 async def test_forced_410_relists_to_the_servers_state(tmp_path: Path) -> None:
     """Real server, tiny history window: a watch cut past the window relists, deletions included."""
-    with _live.live_server(tmp_path, "--history-window", "20") as srv:
-        async with _live.clients(srv) as dc:
-            await _live.make_namespace(dc, "r410")
-            cms = dc.resource(_live.CONFIGMAPS, "r410")
-            for i in range(10):
-                await cms.create({"metadata": {"name": f"cm-{i}"}, "data": {"v": "0"}})
-            lw = GatedListWatch(watch_mod.ListWatch(cms))
-            store: store_mod.Store[Any] = store_mod.Store()
-            fake = clock_mod.FakeClock()
-            r = reflector_mod.Reflector(
-                lw,
-                reflector_mod.StoreWriter(store),
-                reflector_mod.ReflectorOptions(use_watch_list=False),
-                clock=fake,
-            )
-            async with running(r):
-                await r.wait_for_sync()
-                assert len(store) == 10
-                lw.open.clear()
-                await cms.patch("cm-0", {"data": {"v": "cut"}})  # the open watch fails on this event
-                for i in range(5):
-                    await cms.delete(f"cm-{i}")
-                for i in range(10, 40):
-                    await cms.create({"metadata": {"name": f"cm-{i}"}, "data": {"v": "new"}})
-                for i in range(5, 10):
-                    await cms.patch(f"cm-{i}", {"data": {"v": "changed"}})
-                lw.open.set()
-                await _fake.until(lambda: r.relists >= 2, fake)
-                items, _ = await cms.list_all()
-                server = {
-                    f"r410/{o['metadata']['name']}": (o["metadata"]["resourceVersion"], o["data"])
-                    for o in items
-                }
-                await _fake.until(lambda: _state(store) == server, fake)
-            assert lw.gone_seen >= 1 and "r410/cm-0" not in store and len(store) == 35
+    async with ControlPlane(history_window=20) as srv, _live.clients(srv) as dc:
+        await _live.make_namespace(dc, "r410")
+        cms = dc.resource(_live.CONFIGMAPS, "r410")
+        for i in range(10):
+            await cms.create({"metadata": {"name": f"cm-{i}"}, "data": {"v": "0"}})
+        lw = GatedListWatch(watch_mod.ListWatch(cms))
+        store: store_mod.Store[Any] = store_mod.Store()
+        fake = clock_mod.FakeClock()
+        r = reflector_mod.Reflector(
+            lw,
+            reflector_mod.StoreWriter(store),
+            reflector_mod.ReflectorOptions(use_watch_list=False),
+            clock=fake,
+        )
+        async with running(r):
+            await r.wait_for_sync()
+            assert len(store) == 10
+            lw.open.clear()
+            await cms.patch("cm-0", {"data": {"v": "cut"}})  # the open watch fails on this event
+            for i in range(5):
+                await cms.delete(f"cm-{i}")
+            for i in range(10, 40):
+                await cms.create({"metadata": {"name": f"cm-{i}"}, "data": {"v": "new"}})
+            for i in range(5, 10):
+                await cms.patch(f"cm-{i}", {"data": {"v": "changed"}})
+            lw.open.set()
+            await _fake.until(lambda: r.relists >= 2, fake)
+            items, _ = await cms.list_all()
+            server = {
+                f"r410/{o['metadata']['name']}": (o["metadata"]["resourceVersion"], o["data"]) for o in items
+            }
+            await _fake.until(lambda: _state(store) == server, fake)
+        assert lw.gone_seen >= 1 and "r410/cm-0" not in store and len(store) == 35
 
 
 class CountingListWatch:
@@ -205,12 +203,12 @@ class CountingListWatch:
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[e2e.Server]:
-    yield from _live.module_server(tmp_path_factory)
+def srv() -> Iterator[_live.Server]:
+    yield from _live.module_server()
 
 
 @pytest.mark.parametrize("use_watch_list", [True, False], ids=["watchlist", "list"])
-async def test_real_server_sync_then_follow(srv: e2e.Server, use_watch_list: bool) -> None:
+async def test_real_server_sync_then_follow(srv: _live.Server, use_watch_list: bool) -> None:
     """Real server: the store syncs (by WatchList or LIST) and then follows creates and deletes."""
     async with _live.clients(srv) as dc:
         ns = f"sync-{use_watch_list}".lower()
