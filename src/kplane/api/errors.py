@@ -78,9 +78,30 @@ def _go_value(value: Any) -> str:
     return str(value)
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
 def go_quote(value: str) -> str:
-    """A string as Go's ``%q`` prints it (for the characters Kubernetes names and values use)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A string as Go's ``strconv.Quote`` (``%q``) prints it: ``\\`` and ``"`` escaped, control and
+    other non-printable characters as ``\\n``, ``\\x00``, ``\\u200b`` or ``\\U000e0001``."""
+    if value.isprintable():
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    out = ['"']
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def go_strings(items: Sequence[str]) -> str:

@@ -52,6 +52,18 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="skip schema pruning, defaulting and validation (only to measure their cost)",
     )
+    p.add_argument(
+        "--read-header-timeout",
+        type=float,
+        default=32.0,
+        help="seconds a client has to send a request's headers before it is disconnected (default 32)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=90.0,
+        help="seconds a kept-alive connection may sit idle between requests (default 90)",
+    )
     p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
     p.set_defaults(func=run)
 
@@ -73,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         history_window=args.history_window,
         watch_bookmark_interval=args.watch_bookmark_interval,
         schema_validation=not args.no_schema_validation,
+        read_header_timeout=args.read_header_timeout,
+        idle_timeout=args.idle_timeout,
     )
     try:
         import uvloop

@@ -21,6 +21,7 @@ from aiohttp import web
 from kplane._util.clock import Clock, RealClock
 from kplane.api.builtin import builtin_catalog
 from kplane.api.catalog import Catalog
+from kplane.server import connections
 from kplane.server.auth import authn, certs, kubeconfig
 from kplane.server.endpoints import installer, nonresource
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
@@ -49,6 +50,8 @@ class ServerConfig:
     history_window: int = 10_000
     kubeconfig_path: Path | None = None
     schema_validation: bool = True  # False only to measure what validation costs
+    read_header_timeout: float = connections.READ_HEADER_TIMEOUT  # seconds to send request headers
+    idle_timeout: float = connections.IDLE_TIMEOUT  # seconds a kept-alive connection may sit idle
     clock: Clock = field(default_factory=RealClock)
     shutdown_timeout: float = 1.0
     """Seconds ``stop`` lets in-flight requests (open watches included) finish before cancelling them.
@@ -126,10 +129,12 @@ class APIServer:
         )
         # aiohttp's low-level server: routing is ours (RequestInfo + catalog), so the Application
         # router and middleware machinery would only add per-request cost.
-        server = web.Server(
+        server = connections.Server(
             chain.build(authenticator, handler, extra=cfg.filters),
             request_factory=_request_factory,
             access_log=None,
+            read_header_timeout=cfg.read_header_timeout,
+            idle_timeout=cfg.idle_timeout,
         )
         self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=cfg.shutdown_timeout)
         await self._runner.setup()

@@ -51,7 +51,7 @@ def _apply(doc: Any, op: Any, index: int) -> Any:
     if not isinstance(op, dict):
         raise _base.PatchError(f"operation {index}: must be an object")
     name = op.get("op")
-    if name not in _OPS:
+    if not isinstance(name, str) or name not in _OPS:
         raise _base.PatchError(f"operation {index}: unknown op {name!r}")
     path = _string_member(op, "path", index)
     tokens = parse_pointer(path)

@@ -89,7 +89,7 @@ class CompiledSchema:
             raise ValueError(f"unknown fieldValidation mode {mode!r}")
         ctx = checks.Ctx(collect_unknown=mode != "Ignore")
         out = self._fn(obj, "", old, ctx)
-        unknown = [f'unknown field "{p}"' for p in ctx.unknown] if ctx.unknown else []
+        unknown = [f"unknown field {errors.go_quote(p)}" for p in ctx.unknown] if ctx.unknown else []
         return Result(out, ctx.errors, unknown)
 
 

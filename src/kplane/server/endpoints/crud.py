@@ -9,8 +9,9 @@ from aiohttp import web
 
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
-from kplane.server.endpoints import negotiation, patching
+from kplane.server.endpoints import negotiation, params, patching
 from kplane.server.endpoints.scope import Scope
+from kplane.server.registry import metatypes
 from kplane.server.registry.objects import check_type, rfc3339
 from kplane.server.registry.store import DeleteOptions
 
@@ -29,7 +30,9 @@ async def get(scope: Scope) -> web.StreamResponse:
 
 async def create(scope: Scope) -> web.StreamResponse:
     body = await scope.body()
-    obj = negotiation.decode_object(body, scope.request.headers.get("Content-Type"))
+    content_type = scope.request.headers.get("Content-Type")
+    obj = negotiation.decode_object(body, content_type, kind=scope.record.kind)
+    dups = negotiation.duplicate_fields(body, content_type, obj)
     check_type(scope.record, obj)
     meta = obj.get("metadata")
     if meta is None:
@@ -47,16 +50,18 @@ async def create(scope: Scope) -> web.StreamResponse:
             f"({scope.info.name})"
         )
     opts = scope.write_options()
-    scope.check_duplicates(body, opts)
+    scope.check_duplicates(dups, opts)
     created = await scope.registry.create(scope.record, ns, obj, opts)
     return scope.respond(created, 201)
 
 
 async def update(scope: Scope) -> web.StreamResponse:
     body = await scope.body()
-    obj = negotiation.decode_object(body, scope.request.headers.get("Content-Type"))
+    content_type = scope.request.headers.get("Content-Type")
+    obj = negotiation.decode_object(body, content_type, kind=scope.record.kind)
+    dups = negotiation.duplicate_fields(body, content_type, obj)
     opts = scope.write_options()
-    scope.check_duplicates(body, opts)
+    scope.check_duplicates(dups, opts)
     updated = await scope.registry.update(
         scope.record,
         scope.info.namespace,
@@ -76,9 +81,10 @@ async def patch(scope: Scope) -> web.StreamResponse:
     value = negotiation.decode_patch(body, mt)
     if mt == negotiation.APPLY_PATCH:
         return await _apply(scope, value)
+    dups = negotiation.duplicate_fields(body, mt, value)
     transform = patching.transform_for(scope.record, mt, value)
     opts = scope.write_options()
-    scope.check_duplicates(body, opts)
+    scope.check_duplicates(dups, opts)
     updated = await scope.registry.update(
         scope.record,
         scope.info.namespace,
@@ -154,9 +160,21 @@ async def delete_options(scope: Scope) -> DeleteOptions:
     raw: Object = {}
     body = await scope.body()
     if body.strip():
-        raw = negotiation.decode_object(body, scope.request.headers.get("Content-Type") or negotiation.JSON)
+        raw = negotiation.decode_object(
+            body, scope.request.headers.get("Content-Type") or negotiation.JSON, kind="DeleteOptions"
+        )
     q = scope.query
-    grace = raw.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+    grace = raw.get("gracePeriodSeconds")
+    if grace is None:
+        grace_int = params.query_int64(q, "gracePeriodSeconds")
+    elif type(grace) is int and params.INT64_MIN <= grace <= params.INT64_MAX:
+        grace_int = grace
+    else:
+        # upstream: the JSON decoder's error for DeleteOptions.gracePeriodSeconds (an int64)
+        raise errors.BadRequest(
+            f"json: cannot unmarshal {metatypes.json_kind(grace, with_number=True)} into Go struct field "
+            "DeleteOptions.gracePeriodSeconds of type int64"
+        )
     policy = raw.get("propagationPolicy", q.get("propagationPolicy"))
     if policy not in (None, "Orphan", "Background", "Foreground"):
         raise errors.invalid_object(
@@ -171,17 +189,22 @@ async def delete_options(scope: Scope) -> DeleteOptions:
     dry = raw.get("dryRun") or []
     if not isinstance(dry, list) or any(d != "All" for d in dry):
         raise errors.BadRequest('dryRun: Unsupported value: supported values: "All"')
-    try:
-        grace_int = int(grace) if grace is not None else None
-    except (TypeError, ValueError):
-        raise errors.BadRequest(f"gracePeriodSeconds must be an integer, got {grace!r}") from None
     return DeleteOptions(
         grace_period_seconds=grace_int,
         propagation_policy=policy,
-        uid=pre.get("uid") or None,
-        resource_version=pre.get("resourceVersion") or None,
+        uid=_str_or_none(pre.get("uid")),
+        resource_version=_str_or_none(pre.get("resourceVersion")),
         dry_run=bool(dry) or scope.dry_run(),
     )
+
+
+def _str_or_none(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        kind = metatypes.json_kind(value)
+        raise errors.BadRequest(f"json: cannot unmarshal {kind} into Go value of type string")
+    return value
 
 
 async def delete(scope: Scope) -> web.StreamResponse:

@@ -12,7 +12,7 @@ from aiohttp import web
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
-from kplane.server.endpoints import negotiation
+from kplane.server.endpoints import negotiation, params
 from kplane.server.endpoints.crud import delete_options
 from kplane.server.endpoints.requestinfo import parse_bool
 from kplane.server.endpoints.scope import Scope
@@ -32,10 +32,7 @@ MIN_REQUEST_TIMEOUT = 1800.0
 
 def list_options(scope: Scope) -> listing.ListOptions:
     q = scope.query
-    try:
-        limit = int(q.get("limit") or 0)
-    except ValueError:
-        raise errors.BadRequest(f"limit must be an integer, got {q.get('limit')!r}") from None
+    limit = params.query_int64(q, "limit") or 0
     field_selector = q.get("fieldSelector", "")
     if scope.info.name:  # /watch/.../<name>: the name is a field selector
         pin = f"metadata.name={scope.info.name}"
@@ -91,11 +88,10 @@ async def list_(scope: Scope) -> web.StreamResponse:
 async def watch(scope: Scope) -> web.StreamResponse:
     q = scope.query
     lo = list_options(scope)
-    timeout_raw = q.get("timeoutSeconds")
-    try:
-        timeout = float(timeout_raw) if timeout_raw else MIN_REQUEST_TIMEOUT * (1 + random.random())
-    except ValueError:
-        raise errors.BadRequest(f"timeoutSeconds must be an integer, got {timeout_raw!r}") from None
+    timeout_seconds = params.query_int64(q, "timeoutSeconds")
+    # upstream: 0 or absent means a random timeout of MinRequestTimeout..2x; negative ends at once
+    timeout = float(timeout_seconds) if timeout_seconds else MIN_REQUEST_TIMEOUT * (1 + random.random())
+    timeout = min(timeout, params.INT64_MAX / 1e9)  # a Go time.Duration holds no more
     send_initial = q.get("sendInitialEvents")
     opts = watching.WatchOptions(
         resource_version=lo.resource_version,

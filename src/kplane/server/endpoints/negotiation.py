@@ -17,7 +17,7 @@ import orjson
 import yaml
 
 from kplane._util.lazy import lazy_module
-from kplane.api import errors
+from kplane.api import errors, jsonbody, yamlbody
 
 if TYPE_CHECKING:
     from kplane.api import protobuf
@@ -36,11 +36,6 @@ APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
-try:
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - libyaml missing
-    _Loader = yaml.SafeLoader
-
 
 def media_type(content_type: str | None) -> str:
     """The bare media type, lower-cased, without parameters such as ``charset``."""
@@ -49,13 +44,23 @@ def media_type(content_type: str | None) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
-def decode_object(body: bytes, content_type: str | None) -> dict[str, Any]:
-    """A JSON or YAML request body as an object; 400 for malformed input, 415 for other types."""
+def decode_object(body: bytes, content_type: str | None, *, kind: str = "") -> dict[str, Any]:
+    """A JSON or YAML request body as an object of ``kind``; 400 for malformed, too deeply nested or
+    alias-bomb input (upstream's ``transformDecodeError`` text), 415 for other types."""
     mt = media_type(content_type)
     if mt in ("", JSON, "*/*", "text/plain"):
-        value = _loads_json(body)
+        try:
+            value = jsonbody.loads(body) if body.strip() else _empty()
+        except jsonbody.TooDeep as err:
+            # upstream: serializer/json/meta.go Interpret, then handlers/rest.go transformDecodeError
+            raise _unrecognized(kind, f"couldn't get version/kind; json parse error: {err}", body) from None
+        except jsonbody.Malformed as err:
+            raise errors.BadRequest(f"the request body is not valid JSON: {err}") from None
     elif mt in (YAML, "application/x-yaml", "text/yaml"):
-        value = _loads_yaml(body)
+        try:
+            value = yamlbody.loads(body) if body.strip() else _empty()
+        except yamlbody.YAMLError as err:
+            raise _unrecognized(kind, str(err), body) from None
     elif mt == PROTOBUF:
         value = _loads_protobuf(body)
     else:
@@ -68,42 +73,60 @@ def decode_object(body: bytes, content_type: str | None) -> dict[str, Any]:
     return value
 
 
-def duplicate_fields(body: bytes, content_type: str | None) -> list[str]:
+def duplicate_fields(body: bytes, content_type: str | None, value: Any) -> list[str]:
     """Fields that appear twice in one JSON object of ``body`` (``duplicate field "name"``), for
-    ``fieldValidation`` Strict/Warn. orjson keeps the last value silently, so the body is parsed once
-    more with the standard library, which can see every key of every object."""
+    ``fieldValidation`` Strict/Warn. ``value`` is the body as decoded, before anything changed it."""
     if media_type(content_type) not in ("", JSON, "*/*", "text/plain", MERGE_PATCH, STRATEGIC_PATCH):
         return []
-    found: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: set[str] = set()
-        for key, _ in items:
-            if key in seen:
-                found.append(f'duplicate field "{key}"')
-            seen.add(key)
-        return dict(items)
-
-    try:
-        json.loads(body, object_pairs_hook=pairs)
-    except ValueError:
+    if b'"' not in body:
         return []
-    return found
+    return jsonbody.duplicate_fields(body, value)
 
 
 def decode_patch(body: bytes, mt: str) -> Any:
-    """A patch body: JSON for JSON/merge/strategic patches, YAML (or JSON) for apply patches."""
+    """A patch body: JSON for JSON/merge/strategic patches, YAML (or JSON) for apply patches.
+    Too deep or alias-bomb bodies get upstream's 400 (handlers/patch.go)."""
     if mt == APPLY_PATCH:
-        value = _loads_yaml(body)
+        try:
+            value = yamlbody.loads(body) if body.strip() else _empty()
+        except yamlbody.YAMLError as err:
+            # upstream: applyPatcher, around sigs.k8s.io/yaml.Unmarshal
+            raise errors.BadRequest(f"error decoding patch: error converting YAML to JSON: {err}") from None
         if not isinstance(value, dict):
             raise errors.BadRequest("the apply patch must be a YAML or JSON object")
         return value
-    value = _loads_json(body)
+    try:
+        value = jsonbody.loads(body) if body.strip() else _empty()
+    except jsonbody.TooDeep as err:
+        # upstream: strategicPatchObject answers the decode error as it is; the JSON and merge
+        # patchers prefix it (handlers/patch.go)
+        message = str(err) if mt == STRATEGIC_PATCH else f"error decoding patch: {err}"
+        raise errors.BadRequest(message) from None
+    except jsonbody.Malformed as err:
+        raise errors.BadRequest(f"the request body is not valid JSON: {err}") from None
     if mt == JSON_PATCH and not isinstance(value, list):
         raise errors.BadRequest("json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp")
     if mt != JSON_PATCH and not isinstance(value, dict):
         raise errors.BadRequest("the patch must be a JSON object")
     return value
+
+
+def _empty() -> Any:
+    raise errors.BadRequest("the request body is empty: an object is required")
+
+
+def _unrecognized(kind: str, err: str, body: bytes) -> errors.BadRequest:
+    """Upstream's 400 for a body that does not decode (handlers/rest.go ``transformDecodeError``
+    with ``summarizeData(body, 30)``)."""
+    if not kind:
+        return errors.BadRequest(err)
+    head = body[:30]
+    summary = head.decode("utf-8", "replace") if body[:1] == b"{" else head.hex()
+    if len(body) > 30:
+        summary += " ..."
+    return errors.BadRequest(
+        f"the object provided is unrecognized (must be of type {kind}): {err} ({summary})"
+    )
 
 
 def _loads_protobuf(body: bytes) -> Any:
@@ -118,24 +141,6 @@ def _loads_protobuf(body: bytes) -> Any:
                 "include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
             ) from None
         raise errors.BadRequest(f"the request body is not valid protobuf: {err}") from None
-
-
-def _loads_json(body: bytes) -> Any:
-    if not body.strip():
-        raise errors.BadRequest("the request body is empty: an object is required")
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as err:
-        raise errors.BadRequest(f"the request body is not valid JSON: {err}") from None
-
-
-def _loads_yaml(body: bytes) -> Any:
-    if not body.strip():
-        raise errors.BadRequest("the request body is empty: an object is required")
-    try:
-        return yaml.load(body, Loader=_Loader)
-    except yaml.YAMLError as err:
-        raise errors.BadRequest(f"the request body is not valid YAML: {err}") from None
 
 
 # --- responses ------------------------------------------------------------------------------

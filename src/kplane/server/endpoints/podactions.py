@@ -38,7 +38,8 @@ ENDPOINTS = _CORE["endpoints"]
 
 async def bind(scope: Scope) -> web.StreamResponse:
     """``pods/<name>/binding`` or ``bindings`` (the pod named by the body's ``metadata.name``)."""
-    body = negotiation.decode_object(await scope.body(), scope.request.headers.get("Content-Type"))
+    content_type = scope.request.headers.get("Content-Type")
+    body = negotiation.decode_object(await scope.body(), content_type, kind="Binding")
     meta = body.get("metadata")
     body_name = meta.get("name") if isinstance(meta, dict) else None
     name = scope.info.name
@@ -71,7 +72,8 @@ async def bind(scope: Scope) -> web.StreamResponse:
 
 
 async def evict(scope: Scope) -> web.StreamResponse:
-    body = negotiation.decode_object(await scope.body(), scope.request.headers.get("Content-Type"))
+    content_type = scope.request.headers.get("Content-Type")
+    body = negotiation.decode_object(await scope.body(), content_type, kind="Eviction")
     raw = body.get("deleteOptions") or {}
     if not isinstance(raw, dict):
         raise errors.BadRequest("deleteOptions must be an object")

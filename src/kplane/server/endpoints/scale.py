@@ -86,7 +86,7 @@ async def write(scope: Scope) -> web.StreamResponse:
     spec = record.scale or ScaleSpec()
     body = await scope.body()
     if scope.request.method == "PUT":
-        new_scale = negotiation.decode_object(body, scope.request.headers.get("Content-Type"))
+        new_scale = negotiation.decode_object(body, scope.request.headers.get("Content-Type"), kind="Scale")
 
         def scale_of(current: Object) -> Object:
             return new_scale
@@ -103,7 +103,8 @@ async def write(scope: Scope) -> web.StreamResponse:
 
     def transform(current: Object) -> Object:
         new_scale = scale_of(current)
-        replicas = (new_scale.get("spec") or {}).get("replicas")
+        spec_value = new_scale.get("spec")
+        replicas = spec_value.get("replicas") if isinstance(spec_value, dict) else None
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise errors.invalid_object(
                 "Scale",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -88,18 +89,15 @@ class Scope:
     def headers(self, content_type: str) -> dict[str, str]:
         hdrs = {"Content-Type": content_type}
         if self.warnings:
-            hdrs["Warning"] = ", ".join(
-                '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"'
-                for w in dict.fromkeys(self.warnings)
-            )
+            values = warning_values(self.warnings)
+            if values:
+                hdrs["Warning"] = ", ".join(values)
         return hdrs
 
-    def check_duplicates(self, body: bytes, opts: WriteOptions) -> None:
-        """Duplicate JSON fields: 400 under fieldValidation=Strict, a Warning under Warn."""
-        if opts.field_validation == "Ignore" or b'"' not in body:
-            return
-        dups = negotiation.duplicate_fields(body, self.request.headers.get("Content-Type"))
-        if not dups:
+    def check_duplicates(self, dups: list[str], opts: WriteOptions) -> None:
+        """Duplicate JSON fields (``negotiation.duplicate_fields``): 400 under
+        fieldValidation=Strict, a Warning under Warn."""
+        if opts.field_validation == "Ignore" or not dups:
             return
         if opts.field_validation == "Strict":
             kind, version = self.record.kind, self.record.version
@@ -145,6 +143,36 @@ def protobuf_encodable(record: ResourceRecord) -> bool:
     """Whether objects of ``record`` can be answered in protobuf: built-in kinds whose descriptors
     kplane has (custom resources never are, as upstream)."""
     return not record.custom and protobuf.encodable(record.api_version, record.kind)
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Go's unicode.IsControl
+WARNING_TOTAL_BYTES = 4 * 1024
+WARNING_ITEM_RUNES = 256
+
+
+def warning_values(texts: list[str]) -> list[str]:
+    """``299 - "text"`` values for ``texts`` as upstream's warning recorder writes them
+    (apiserver endpoints/filters/warning.go, apimachinery util/net ``NewWarningHeader``): duplicates
+    and empty texts skipped, a text holding a control character dropped (upstream refuses it), ``\\``
+    and ``"`` escaped; past 4 KiB in all, every text is cut to 256 characters and what still does not
+    fit is left out. So the header is always valid and bounded, whatever a client sent."""
+    texts = [t for t in dict.fromkeys(texts) if t and not _CONTROL.search(t)]
+    values = [_warning_value(t) for t in texts]
+    if sum(len(v.encode()) for v in values) <= WARNING_TOTAL_BYTES:
+        return values
+    out: list[str] = []
+    written = 0
+    for t in texts:
+        value = _warning_value(t[:WARNING_ITEM_RUNES])
+        written += len(value.encode())
+        if written > WARNING_TOTAL_BYTES:
+            break
+        out.append(value)
+    return out
+
+
+def _warning_value(text: str) -> str:
+    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

@@ -7,6 +7,7 @@ matching Status; anything unexpected is logged with its traceback and answered 5
 from __future__ import annotations
 
 import logging
+import re
 
 from aiohttp import web
 
@@ -25,9 +26,14 @@ _HTTP_TO_ERROR: dict[int, type[errors.APIError]] = {
 }
 
 
+# Characters no HTTP header value may hold; aiohttp refuses to send them, which would drop the
+# connection after the handler's work (perhaps a committed write) is done.
+_UNSAFE_HEADER = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
+
+
 async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
     try:
-        return await handler(request)
+        resp = await handler(request)
     except errors.APIError as err:
         return status_response(err, request.headers.get("Accept"))
     except web.HTTPException as exc:
@@ -46,3 +52,20 @@ async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResp
         log.exception("unhandled error serving %s %s", request.method, request.path)
         failure = errors.InternalError("Internal error occurred: unexpected server error")
         return status_response(failure, request.headers.get("Accept"))
+    if not resp.prepared:
+        _sanitize_headers(resp)
+    return resp
+
+
+def _sanitize_headers(resp: web.StreamResponse) -> None:
+    """Make every header value sendable, as Go's net/http does (a header is written, whatever a
+    handler put into it), so the answer of a request that already took effect always leaves."""
+    headers = resp.headers
+    if not any(_UNSAFE_HEADER.search(v) for v in headers.values()):
+        return
+    for name in {n for n, v in headers.items() if _UNSAFE_HEADER.search(v)}:
+        values = headers.getall(name)
+        log.warning("header %s held control characters; they were replaced", name)
+        del headers[name]
+        for value in values:
+            headers.add(name, _UNSAFE_HEADER.sub(" ", value))

@@ -21,7 +21,7 @@ from kplane._util.clock import Clock
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
-from kplane.server.registry import objectmeta, strategy
+from kplane.server.registry import metatypes, objectmeta, strategy
 from kplane.server.registry.fieldschema import SchemaStep, WriteOptions
 from kplane.server.registry.objects import check_type, rfc3339, storage_error, to_storage, to_version
 
@@ -107,6 +107,7 @@ class Registry:
     ) -> Object:
         """Store a new object; 201 semantics. ``obj`` becomes the registry's (it is mutated)."""
         strat = self.strategy_for(record)
+        metatypes.check_metadata(obj, record.kind, record.version)
         meta = obj["metadata"]
         if meta.get("resourceVersion"):
             raise errors.BadRequest("resourceVersion should not be set on objects to be created")
@@ -294,6 +295,7 @@ class Registry:
             raise errors.BadRequest("the object must be a JSON object")
         new = dict(produced)
         check_type(record, new)
+        metatypes.check_metadata(new, record.kind, record.version)
         meta = new.get("metadata")
         if meta is None:
             meta = {}
@@ -324,7 +326,13 @@ class Registry:
             new["metadata"] = dict(old_meta)
             return new
         if subresource == "finalize":
-            finalizers = (new.get("spec") or {}).get("finalizers") or []
+            new_spec = new.get("spec")
+            finalizers = (new_spec.get("finalizers") if isinstance(new_spec, dict) else None) or []
+            if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
+                raise errors.BadRequest(
+                    'Namespace in version "v1" cannot be handled as a Namespace: json: cannot unmarshal '
+                    "into Go struct field NamespaceSpec.spec.finalizers of type []v1.FinalizerName"
+                )
             new = dict(current)
             new["spec"] = {**(current.get("spec") or {}), "finalizers": finalizers}
             new["metadata"] = dict(old_meta)

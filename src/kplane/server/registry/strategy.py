@@ -82,13 +82,15 @@ class NamespaceStrategy(Strategy):
     ) -> None:
         obj["spec"] = {"finalizers": ["kubernetes"]}
         obj["status"] = {"phase": "Active"}
-        labels = obj["metadata"].setdefault("labels", {})
-        labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+        meta = obj["metadata"]
+        meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
 
     def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
         _copy_key(new, old, "status")
         _copy_key(new, old, "spec")
-        new["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = old["metadata"]["name"]
+        meta = new["metadata"]
+        name = old["metadata"]["name"]
+        meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": name}
 
 
 class PodStrategy(Strategy):
@@ -114,6 +116,8 @@ class PodStrategy(Strategy):
             name = c.get("name")
             if not name:
                 errs.append(errors.required(f"spec.containers[{i}].name"))
+            elif not isinstance(name, str):
+                errs.append(errors.invalid(f"spec.containers[{i}].name", name, "must be a string"))
             elif name in seen:
                 errs.append(errors.FieldError("FieldValueDuplicate", f"spec.containers[{i}].name", "", name))
             else:
@@ -141,13 +145,23 @@ class PodStrategy(Strategy):
         return {**old, "spec": spec}
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is an object, else empty: strategies run before schema validation, so
+    they may not assume a shape (the schema step reports the wrong type afterwards)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _qos_class(spec: dict[str, Any]) -> str:
-    containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+    containers = [c for c in _list(spec.get("containers")) if isinstance(c, dict)]
     requests_any = limits_all = False
     limits_all = bool(containers)
     for c in containers:
-        res = c.get("resources") or {}
-        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        res = _dict(c.get("resources"))
+        req, lim = _dict(res.get("requests")), _dict(res.get("limits"))
         if req or lim:
             requests_any = True
         if not ({"cpu", "memory"} <= set(lim)) or any(
@@ -174,14 +188,14 @@ class ServiceStrategy(Strategy):
         spec.setdefault("type", "ClusterIP")
         spec.setdefault("sessionAffinity", "None")
         spec.setdefault("internalTrafficPolicy", "Cluster")
-        ports = spec.get("ports") or []
+        ports = _list(spec.get("ports"))
         for p in ports:
             if isinstance(p, dict):
                 p.setdefault("protocol", "TCP")
                 if "port" in p:
                     p.setdefault("targetPort", p["port"])
         if spec["type"] != "ExternalName" and spec.get("clusterIP") in (None, ""):
-            used = {s.get("spec", {}).get("clusterIP") for s in await list_current(record)}
+            used = {_dict(s.get("spec")).get("clusterIP") for s in await list_current(record)}
             spec["clusterIP"] = _allocate_ip(used)
             spec["clusterIPs"] = [spec["clusterIP"]]
             spec.setdefault("ipFamilies", ["IPv4"])
@@ -192,7 +206,7 @@ class ServiceStrategy(Strategy):
             used_ports = {
                 p.get("nodePort")
                 for s in services
-                for p in (s.get("spec", {}).get("ports") or [])
+                for p in _list(_dict(s.get("spec")).get("ports"))
                 if isinstance(p, dict)
             }
             for p in ports:
@@ -203,7 +217,7 @@ class ServiceStrategy(Strategy):
 
     def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
         super().prepare_for_update(record, new, old)
-        new_spec, old_spec = new.get("spec"), old.get("spec") or {}
+        new_spec, old_spec = new.get("spec"), _dict(old.get("spec"))
         if isinstance(new_spec, dict):
             for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
                 if key in old_spec and not new_spec.get(key):
@@ -218,10 +232,10 @@ class ServiceStrategy(Strategy):
             return [errors.not_supported("spec.type", spec.get("type"), allowed)]
         errs: list[errors.FieldError] = []
         if old is not None:
-            old_ip = (old.get("spec") or {}).get("clusterIP")
+            old_ip = _dict(old.get("spec")).get("clusterIP")
             if old_ip and spec.get("clusterIP") != old_ip:
                 errs.append(errors.invalid("spec.clusterIP", spec.get("clusterIP"), "field is immutable"))
-        for i, p in enumerate(spec.get("ports") or []):
+        for i, p in enumerate(_list(spec.get("ports"))):
             port = p.get("port") if isinstance(p, dict) else None
             if not isinstance(port, int) or not 1 <= port <= 65535:
                 errs.append(
@@ -302,9 +316,7 @@ class DeploymentStrategy(Strategy):
         """Deployments also count annotation changes (upstream's rollback/pause annotations)."""
         if super().spec_changed(record, new, old):
             return True
-        return (new.get("metadata") or {}).get("annotations") != (old.get("metadata") or {}).get(
-            "annotations"
-        )
+        return _dict(new.get("metadata")).get("annotations") != _dict(old.get("metadata")).get("annotations")
 
 
 class JobStrategy(Strategy):
@@ -363,7 +375,7 @@ def _fold_string_data(obj: Object) -> None:
     string_data = obj.pop("stringData", None)
     if not isinstance(string_data, dict) or not string_data:
         return
-    data = dict(obj.get("data") or {})
+    data = dict(_dict(obj.get("data")))
     for key, value in string_data.items():
         if isinstance(value, str):
             data[key] = base64.b64encode(value.encode()).decode()
