@@ -141,7 +141,12 @@ class APIServer:
 
         sock = _bind(cfg.host, cfg.port)
         self.port = sock.getsockname()[1]
-        site = web.SockSite(self._runner, sock, ssl_context=self.pki.ssl_server_context())
+        site = connections.SockSite(
+            self._runner,
+            sock,
+            ssl_context=self.pki.ssl_server_context(),
+            handshake_timeout=cfg.read_header_timeout,
+        )
         await site.start()
         host_for_url = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
         if cfg.host in ("0.0.0.0", "::"):

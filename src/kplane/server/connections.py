@@ -84,3 +84,27 @@ class Server(web.Server):
         return HeaderTimeoutHandler(
             self, loop=self._loop, read_header_timeout=self._read_header_timeout, **self._kwargs
         )
+
+
+class SockSite(web.SockSite):
+    """``web.SockSite`` whose TLS handshakes must finish within ``handshake_timeout`` (Go's server
+    applies ReadHeaderTimeout to the handshake too); aiohttp leaves asyncio's 60 s default."""
+
+    def __init__(self, runner: web.BaseRunner, sock: Any, *, handshake_timeout: float, **kwargs: Any) -> None:
+        super().__init__(runner, sock, **kwargs)
+        self._handshake_timeout = handshake_timeout
+
+    async def start(self) -> None:
+        if self._ssl_context is None or self._handshake_timeout <= 0:
+            await super().start()
+            return
+        await web.BaseSite.start(self)
+        server = self._runner.server
+        assert server is not None
+        self._server = await asyncio.get_running_loop().create_server(
+            server,
+            sock=self._sock,
+            ssl=self._ssl_context,
+            backlog=self._backlog,
+            ssl_handshake_timeout=self._handshake_timeout,
+        )
