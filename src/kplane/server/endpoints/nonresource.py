@@ -1,4 +1,4 @@
-"""Non-resource paths: health checks, ``/version``, discovery (legacy and aggregated) and OpenAPI v3.
+"""Non-resource paths: health checks, ``/version``, discovery (legacy and aggregated), OpenAPI v2 and v3.
 
 Discovery and OpenAPI documents are built by ``discovery`` and ``openapi`` and cached per catalog
 generation; this module only negotiates, sets caching headers and answers 304 to a matching
@@ -14,7 +14,7 @@ from aiohttp import web
 
 from kplane.api import errors
 from kplane.api.catalog import Catalog
-from kplane.server.endpoints import discovery, openapi
+from kplane.server.endpoints import discovery, openapi, openapi_v2
 from kplane.server.endpoints.requestinfo import RequestInfo
 
 HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
@@ -57,6 +57,8 @@ class NonResource:
         return _cached(request, body, etag, headers)
 
     def _openapi(self, request: web.BaseRequest, parts: tuple[str, ...]) -> web.StreamResponse:
+        if parts == ("openapi", "v2"):
+            return self._openapi_v2(request)
         if parts == ("openapi", "v3"):
             body, etag = openapi.index_bytes_and_etag(self.catalog)
             return _cached(request, body, etag, {"Content-Type": "application/json"})
@@ -70,6 +72,22 @@ class NonResource:
                         headers["Cache-Control"] = "public, immutable"
                     return _cached(request, found[0], found[1], headers)
         raise errors.resource_not_found()
+
+    def _openapi_v2(self, request: web.BaseRequest) -> web.StreamResponse:
+        """kube-openapi's handler: JSON or gnostic protobuf by Accept, 406 (empty body) when
+        neither is acceptable, ``Vary: Accept``, a quoted ETag and 304 on a match."""
+        media = openapi_v2.negotiate(request.headers.get("Accept", ""))
+        if media is None:
+            return web.Response(status=406, headers={"Vary": "Accept"})
+        if media == openapi_v2.JSON:
+            body, etag = openapi_v2.json_bytes_and_etag(self.catalog)
+        else:
+            body, etag = openapi_v2.protobuf_bytes_and_etag(self.catalog)
+        headers = {"Content-Type": media, "Vary": "Accept", "Etag": f'"{etag}"'}
+        inm = request.headers.get("If-None-Match")
+        if inm and discovery.etag_matches(inm, etag):
+            return web.Response(status=304, headers={"Vary": "Accept", "Etag": headers["Etag"]})
+        return web.Response(body=body, headers=headers)
 
 
 def _cached(request: web.BaseRequest, body: bytes, etag: str, headers: dict[str, str]) -> web.StreamResponse:
