@@ -1,7 +1,7 @@
 """kplane client: client-go for Python, talking to any conformant Kubernetes API server.
 
 ``Config`` says where the server is and how to authenticate (kubeconfig, in-cluster or
-``Config.from_env()``). ``Client`` bundles the REST client, discovery, the REST mapper and the
+``Config.load()``). ``Client`` bundles the REST client, discovery, the REST mapper and the
 dynamic (dict) and typed (``kplane.client.models``) clients; ``kplane.client.sync`` is its
 blocking facade for scripts and REPLs.
 """

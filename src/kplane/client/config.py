@@ -2,8 +2,12 @@
 
 ``Config`` is client-go's ``rest.Config`` as a frozen value. It is built from a kubeconfig context
 (``from_kubeconfig``), from a pod's service account (``in_cluster``), or by choosing between them
-as controller-runtime's ``GetConfig`` does (``from_env``): an explicit ``$KUBECONFIG``, else the
+as controller-runtime's ``GetConfig`` does (``load``): an explicit ``$KUBECONFIG``, else the
 in-cluster account when running in a pod, else ``~/.kube/config``.
+
+Client-side rate limiting is off by default (``qps=0``), as controller-runtime sets it (QPS -1): the
+server's priority and fairness protects it, and client-go's 5 QPS made a script creating 1,000
+objects take minutes. Set ``qps``/``burst`` to get client-go's token bucket back.
 
 Credentials that change over time live behind the value: a token file is re-read at most once a
 minute (client-go's cached file token source, so projected service-account tokens rotate), and an
@@ -57,7 +61,7 @@ class Config:
     TLS material is given as PEM bytes (``*_data``) or file paths (``*_file``); data wins when both
     are set. Authentication, in order of precedence: ``token_file`` (re-read periodically; falls
     back to ``token`` while unreadable), ``token``, ``exec_provider``, ``username``/``password``.
-    ``qps``/``burst`` are client-go's client-side rate limit (5 and 10); ``qps <= 0`` disables it.
+    ``qps``/``burst`` are client-go's client-side token bucket; ``qps <= 0`` (the default) disables it.
     ``timeout`` is a per-request timeout in seconds (``None``: none).
     """
 
@@ -78,7 +82,7 @@ class Config:
     proxy_url: str = ""
     namespace: str = "default"
     user_agent: str = DEFAULT_USER_AGENT
-    qps: float = 5.0
+    qps: float = 0.0
     burst: int = 10
     timeout: float | None = None
     _clock: clock_mod.Clock = dataclasses.field(
@@ -178,17 +182,23 @@ class Config:
         )
 
     @classmethod
-    def from_env(cls, *, _clock: clock_mod.Clock | None = None) -> Config:
-        """``$KUBECONFIG`` if set and non-empty, else in-cluster when in a pod, else ``~/.kube/config``."""
+    def load(cls, context: str | None = None, *, _clock: clock_mod.Clock | None = None) -> Config:
+        """Find the config as controller-runtime's ``GetConfigWithContext`` does.
+
+        ``$KUBECONFIG`` set and non-empty: its files, merged (no fallback). Otherwise the pod's
+        service account when in a cluster, else ``~/.kube/config`` (home from ``$HOME``, else the
+        user database). ``context`` picks a kubeconfig context (default: the current one). The
+        ``--kubeconfig`` flag has no equivalent: pass a path to ``from_kubeconfig``.
+        """
         if os.environ.get("KUBECONFIG"):
-            try:
-                return cls.from_kubeconfig(_clock=_clock)
-            except ConfigError:
-                if not in_cluster_possible():
-                    raise
-        if in_cluster_possible():
+            return cls.from_kubeconfig(context=context, _clock=_clock)
+        try:
             return cls.in_cluster(_clock=_clock)
-        return cls.from_kubeconfig(_clock=_clock)
+        except ConfigError as in_cluster_error:
+            try:
+                return cls.from_kubeconfig(context=context, _clock=_clock)
+            except ConfigError as e:
+                raise ConfigError(f"{e} (and not in a cluster: {in_cluster_error})") from e
 
     # Credentials.
 
@@ -283,15 +293,6 @@ class Config:
                 self.exec_provider, cluster=cluster, clock=self._clock
             )
         return self._auth.exec
-
-
-def in_cluster_possible() -> bool:
-    """True when ``KUBERNETES_SERVICE_HOST``/``PORT`` are set and the service-account token exists."""
-    return bool(
-        os.environ.get("KUBERNETES_SERVICE_HOST")
-        and os.environ.get("KUBERNETES_SERVICE_PORT")
-        and (pathlib.Path(SERVICE_ACCOUNT_DIR) / "token").is_file()
-    )
 
 
 def _read_bytes(path: str) -> bytes:

@@ -29,7 +29,8 @@ import orjson
 
 from kplane._util import clock as clock_mod
 from kplane.client import config as config_mod
-from kplane.client import dynamic, rest
+from kplane.client import resource as resource_mod
+from kplane.client import rest
 
 DEFAULT_TTL = 6 * 3600.0
 """kubectl's discovery cache TTL (seconds)."""
@@ -56,8 +57,8 @@ class APIResource:
     categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
 
-    def to_resource(self) -> dynamic.Resource:
-        return dynamic.Resource(self.group, self.version, self.plural, self.kind, self.namespaced)
+    def to_resource(self) -> resource_mod.Resource:
+        return resource_mod.Resource(self.group, self.version, self.plural, self.kind, self.namespaced)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

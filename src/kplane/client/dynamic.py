@@ -17,18 +17,15 @@ namespaces and single-object verbs raise ``ValueError``. Cluster-scoped resource
 from __future__ import annotations
 
 import builtins
-import dataclasses
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import orjson
 
 from kplane.api import errors
-from kplane.api.gvk import GroupVersionKind, GroupVersionResource
+from kplane.client import mapper as mapper_mod
+from kplane.client import resource as resource_mod
 from kplane.client import rest
-
-if TYPE_CHECKING:
-    from kplane.client import mapper as mapper_mod
 
 PatchType = Literal["json", "merge", "strategic", "apply"]
 
@@ -42,43 +39,8 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 PropagationPolicy = Literal["Orphan", "Background", "Foreground"]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Resource:
-    """One served resource: where it lives (group/version/plural), its kind and its scope."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-
-    @property
-    def gvr(self) -> GroupVersionResource:
-        return GroupVersionResource(self.group, self.version, self.plural)
-
-    @property
-    def gvk(self) -> GroupVersionKind:
-        return GroupVersionKind(self.group, self.version, self.kind)
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(self, namespace: str | None = None, name: str = "", subresource: str = "") -> str:
-        """The URL path of the collection (no ``name``), an object, or one of its subresources."""
-        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            prefix += f"/namespaces/{namespace}"
-        out = f"{prefix}/{self.plural}"
-        if name:
-            out += f"/{name}"
-            if subresource:
-                out += f"/{subresource}"
-        return out
-
-
-ResourceRef = Resource | GroupVersionResource | GroupVersionKind | str
-"""What ``resource()`` accepts: a ``Resource`` as is, else something for the REST mapper."""
+Resource = resource_mod.Resource
+ResourceRef = resource_mod.ResourceRef
 
 ObjT = TypeVar("ObjT")
 ListT = TypeVar("ListT")

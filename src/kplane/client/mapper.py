@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 
 from kplane.api.gvk import GroupVersionKind, GroupVersionResource
 from kplane.client import discovery as discovery_mod
-from kplane.client import dynamic
+from kplane.client import resource as resource_mod
 
 
 class NoMatchError(LookupError):
@@ -36,7 +36,7 @@ class RESTMapper:
     def __init__(self, discovery: discovery_mod.DiscoveryClient) -> None:
         self.discovery = discovery
 
-    async def resolve(self, ref: str | GroupVersionResource | GroupVersionKind) -> dynamic.Resource:
+    async def resolve(self, ref: str | GroupVersionResource | GroupVersionKind) -> resource_mod.Resource:
         """The ``Resource`` that ``ref`` names; raises ``NoMatchError`` when none does."""
         try:
             return _find(await self.discovery.resources(), ref)
@@ -46,7 +46,7 @@ class RESTMapper:
             self.discovery.invalidate()
             return _find(await self.discovery.resources(), ref)
 
-    async def resources_in_category(self, category: str) -> list[dynamic.Resource]:
+    async def resources_in_category(self, category: str) -> list[resource_mod.Resource]:
         """Resources in discovery category ``category`` (e.g. ``all``), at preferred versions only."""
         snap = await self.discovery.snapshot()
         preferred = {(g.name, g.preferred_version) for g in snap.groups}
@@ -59,7 +59,7 @@ class RESTMapper:
 
 def _find(
     resources: list[discovery_mod.APIResource], ref: str | GroupVersionResource | GroupVersionKind
-) -> dynamic.Resource:
+) -> resource_mod.Resource:
     if isinstance(ref, GroupVersionResource):
         found = _first(
             resources,

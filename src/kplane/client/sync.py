@@ -7,7 +7,7 @@ results that are themselves async-API objects (``resource(...)`` clients) come b
 plain values (dicts, models, ``Resource``) come back as they are. Nothing is reimplemented, so the
 facade has exactly the async API's behaviour and errors::
 
-    with sync.Client(Config.from_env()) as c:
+    with sync.Client() as c:  # Config.load(): $KUBECONFIG, in-cluster, ~/.kube/config
         cm = c.resource("configmaps", namespace="default").get("settings")
 
 Calls block the calling thread; they must not be made from the facade's own loop (for example
@@ -127,11 +127,12 @@ class Client(Proxy):
 
     def __init__(
         self,
-        config: config_mod.Config,
+        config: config_mod.Config | None = None,
         *,
         cache_dir: str | os.PathLike[str] | None = None,
         warning_handler: transport.WarningHandler | None = None,
     ) -> None:
+        config = config or config_mod.Config.load()
         runner = Runner()
 
         async def build() -> typed.Client:

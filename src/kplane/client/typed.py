@@ -137,17 +137,19 @@ class TypedClient:
 class Client:
     """Everything for one server: ``rest``, ``discovery``, ``mapper``, ``dynamic`` and ``typed``.
 
+    ``config`` defaults to ``Config.load()`` (``$KUBECONFIG``, in-cluster, ``~/.kube/config``).
     ``cache_dir`` is the discovery disk cache (None: memory only; ``discovery.default_cache_dir``
-    gives kubectl's). Use ``async with Client(config) as c:`` or call ``close()``.
+    gives kubectl's). Use ``async with Client() as c:`` or call ``close()``.
     """
 
     def __init__(
         self,
-        config: config_mod.Config,
+        config: config_mod.Config | None = None,
         *,
         cache_dir: str | os.PathLike[str] | None = None,
         warning_handler: transport.WarningHandler | None = None,
     ) -> None:
+        config = config or config_mod.Config.load()
         self.config = config
         self.rest = rest.RESTClient(config, warning_handler=warning_handler)
         self.discovery = discovery.DiscoveryClient(self.rest, cache_dir=cache_dir)

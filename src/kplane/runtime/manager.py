@@ -70,7 +70,7 @@ class Manager:
     ) -> None:
         self.options = opts = options or ManagerOptions()
         self.clock: clock_mod.Clock = clock or clock_mod.RealClock()
-        self.api = api or typed_mod.Client(config or config_mod.Config.from_env())
+        self.api = api or typed_mod.Client(config or config_mod.Config.load())
         self.metrics = metrics_mod.Metrics()
         self.api.rest.observer = self.metrics.observe_request
         self.cache = cache_mod.Cache(

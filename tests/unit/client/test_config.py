@@ -1,4 +1,4 @@
-"""Config: every kubeconfig auth method, in-cluster config, from_env, and working TLS."""
+"""Config: every kubeconfig auth method, in-cluster config, load (GetConfig's order), and working TLS."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kplane._util import clock
-from kplane.client import config
+from kplane.client import Client, config
+from kplane.testing import ThreadedControlPlane
 
 
 @dataclasses.dataclass(frozen=True)
@@ -342,35 +343,49 @@ def test_in_cluster_outside_a_pod(monkeypatch: pytest.MonkeyPatch) -> None:
         config.Config.in_cluster()
 
 
-def test_from_env_prefers_in_cluster_over_home_kubeconfig(
+def test_load_prefers_in_cluster_over_home_kubeconfig(
     service_account: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
-    """In a pod with no $KUBECONFIG, from_env uses the service account even if ~/.kube/config exists."""
+    """In a pod with no $KUBECONFIG, load uses the service account even if ~/.kube/config exists."""
     home_kube = tmp_path / "home" / ".kube"
     home_kube.mkdir(parents=True)
     _kubeconfig(tmp_path, {"token": "t"}).rename(home_kube / "config")
-    assert config.Config.from_env().host == "https://10.0.0.1:443"
+    assert config.Config.load().host == "https://10.0.0.1:443"
 
 
-def test_from_env_uses_explicit_kubeconfig_first(
+def test_load_uses_explicit_kubeconfig_first(
     service_account: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An explicit $KUBECONFIG wins over in-cluster config."""
     monkeypatch.setenv("KUBECONFIG", str(_kubeconfig(tmp_path, {"token": "t"})))
-    assert config.Config.from_env().host == "https://localhost:6443"
+    assert config.Config.load().host == "https://localhost:6443"
 
 
-def test_from_env_outside_a_pod_reads_home_kubeconfig(
+def test_load_does_not_fall_back_from_a_broken_kubeconfig_env(
     service_account: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Outside a pod from_env reads ~/.kube/config, and fails clearly when there is none."""
+    """A $KUBECONFIG naming nothing usable is an error even in a pod (controller-runtime's loadConfig)."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    with pytest.raises(config.ConfigError, match="no configuration has been provided"):
+        config.Config.load()
+
+
+def test_client_rate_limit_is_off_by_default() -> None:
+    """Like controller-runtime (QPS -1), no client-side token bucket unless asked for."""
+    assert config.Config(host="https://h").qps <= 0
+
+
+def test_load_outside_a_pod_reads_home_kubeconfig(
+    service_account: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a pod load reads ~/.kube/config, and fails clearly when there is none."""
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
     with pytest.raises(config.ConfigError, match="no configuration has been provided"):
-        config.Config.from_env()
+        config.Config.load()
     home_kube = tmp_path / "home" / ".kube"
     home_kube.mkdir(parents=True)
     _kubeconfig(tmp_path, {"token": "t"}).rename(home_kube / "config")
-    assert config.Config.from_env().host == "https://localhost:6443"
+    assert config.Config.load().host == "https://localhost:6443"
 
 
 def test_public_surface() -> None:
@@ -379,3 +394,13 @@ def test_public_surface() -> None:
 
     assert {"Config", "ConfigError", "ExecPluginError", "KubeconfigError"} <= set(pkg.__all__)
     assert all(getattr(pkg, name) is not None for name in pkg.__all__)
+
+
+async def test_client_without_a_config_loads_one(
+    kplane_session: ThreadedControlPlane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Client()`` finds its config as ``Config.load()`` does: here through $KUBECONFIG."""
+    monkeypatch.setenv("KUBECONFIG", str(kplane_session.kubeconfig))
+    async with Client() as c:
+        assert c.config.host == kplane_session.url
+        assert (await c.resource("namespaces").get("default"))["metadata"]["name"] == "default"
