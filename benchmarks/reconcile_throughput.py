@@ -1,0 +1,231 @@
+"""Operator throughput: N custom objects created by C clients, time until every one has its status.
+
+The same workload is run, against the same server in the same run, by a kplane.runtime manager with
+1 and with 8 concurrent reconciles, and by kopf (its defaults, event posting off). Each operator
+runs in its own process (``benchmarks/_reconcile_operators.py``) watching a fresh namespace; after a
+warm-up object, ``--count`` ``Widget`` objects (default 1,000) are created by ``--clients`` clients
+(default 16) and the clock stops when a watch has seen ``status.observed == spec.value`` on every
+one. Also measured: the one-object create-to-status latency (median of ``--latency-samples``
+objects created one at a time against an idle operator) and the operator process's RSS after the
+run. Prints one JSON line. Targets: kplane ≥ 10x kopf's objects/s, latency ≤ 3 ms, RSS ≤ 50 MiB.
+
+Runs against any conformant API server: ``--kubeconfig`` is required (``kplane serve`` prints one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from benchmarks import _reconcile_operators as ops
+from kplane.api import errors
+from kplane.client import Config, typed
+
+NAMESPACES = "namespaces"
+CRDS = "customresourcedefinitions.apiextensions.k8s.io"
+
+
+class Watcher:
+    """Follows the namespace's widgets and resolves a waiter once an object's status is observed."""
+
+    def __init__(self, api: typed.Client, namespace: str) -> None:
+        self._rc = api.dynamic.resource(ops.WIDGETS, namespace)
+        self.done: set[str] = set()
+        self._waiters: dict[str, asyncio.Future[float]] = {}
+        self._all: tuple[int, asyncio.Future[float]] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        page = await self._rc.list()
+        rv = page["metadata"]["resourceVersion"]
+        self._task = asyncio.get_running_loop().create_task(self._run(rv))
+
+    async def _run(self, rv: str) -> None:
+        while True:
+            async for event in self._rc.watch(resource_version=rv, allow_bookmarks=True):
+                obj = event["object"]
+                rv = obj["metadata"]["resourceVersion"]
+                if event["type"] in ("ADDED", "MODIFIED") and _observed(obj):
+                    self._mark(obj["metadata"]["name"])
+
+    def _mark(self, name: str) -> None:
+        if name in self.done:
+            return
+        self.done.add(name)
+        now = time.perf_counter()
+        waiter = self._waiters.pop(name, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(now)
+        if self._all is not None and len(self.done) >= self._all[0] and not self._all[1].done():
+            self._all[1].set_result(now)
+
+    def wait_for(self, name: str) -> asyncio.Future[float]:
+        fut = self._waiters[name] = asyncio.get_running_loop().create_future()
+        if name in self.done:
+            fut.set_result(time.perf_counter())
+        return fut
+
+    def wait_for_count(self, count: int) -> asyncio.Future[float]:
+        fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._all = (count, fut)
+        if len(self.done) >= count:
+            fut.set_result(time.perf_counter())
+        return fut
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+def _observed(obj: dict[str, Any]) -> bool:
+    return bool((obj.get("status") or {}).get("observed") == (obj.get("spec") or {}).get("value"))
+
+
+def _widget(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": f"{ops.GROUP}/{ops.VERSION}", "kind": "Widget", "metadata": {"name": name},
+            "spec": {"value": value}}  # fmt: skip
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@contextlib.asynccontextmanager
+async def operator(
+    kubeconfig: str, mode: str, namespace: str, workers: int
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The operator process, once it has printed READY; terminated (SIGTERM) on exit."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "benchmarks._reconcile_operators", mode, kubeconfig, namespace, str(workers),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), 60)
+        if line.strip() != b"READY":
+            raise RuntimeError(f"{mode} operator did not start (exit {proc.returncode})")
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 15)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+async def one_run(
+    cfg: Config, kubeconfig: str, mode: str, workers: int, count: int, clients: int, samples: int
+) -> dict[str, Any]:
+    ns = f"bench-{mode}-{workers}-{uuid.uuid4().hex[:5]}"
+    async with typed.Client(cfg) as api:
+        await api.dynamic.resource(NAMESPACES).create({"metadata": {"name": ns}})
+        watcher = Watcher(api, ns)
+        await watcher.start()
+        try:
+            async with operator(kubeconfig, mode, ns, workers) as proc:
+                warm = watcher.wait_for("warmup")
+                await api.dynamic.resource(ops.WIDGETS, ns).create(_widget("warmup", 1))
+                await asyncio.wait_for(warm, 60)
+                all_done = watcher.wait_for_count(count + 1)
+                cpu_before = _cpu_seconds(proc.pid)
+                started = time.perf_counter()
+                await _create_all(cfg, ns, count, clients)
+                created = time.perf_counter()
+                finished = await asyncio.wait_for(all_done, 600)
+                cpu = _cpu_seconds(proc.pid) - cpu_before
+                latencies = []
+                for i in range(samples):
+                    name = f"lat-{i}"
+                    fut = watcher.wait_for(name)
+                    t0 = time.perf_counter()
+                    await api.dynamic.resource(ops.WIDGETS, ns).create(_widget(name, i))
+                    latencies.append((await asyncio.wait_for(fut, 30)) - t0)
+                rss = _rss_mib(proc.pid)
+        finally:
+            await watcher.stop()
+            with contextlib.suppress(errors.APIError):
+                await api.dynamic.resource(NAMESPACES).delete(ns)
+    seconds = finished - started
+    return {
+        "operator": mode,
+        "workers": workers if workers > 0 else "default",
+        "objects": count,
+        "seconds": round(seconds, 3),
+        "objects_per_s": round(count / seconds, 1),
+        "create_seconds": round(created - started, 3),
+        "latency_ms_median": round(statistics.median(latencies) * 1000, 2) if latencies else None,
+        "operator_cpu_ms_per_object": round(cpu * 1000 / count, 3),
+        "rss_mib": round(rss, 1),
+    }
+
+
+async def _create_all(cfg: Config, ns: str, count: int, clients: int) -> None:
+    async def client(k: int) -> None:
+        async with typed.Client(cfg) as api:
+            rc = api.dynamic.resource(ops.WIDGETS, ns)
+            for i in range(k, count, clients):
+                await rc.create(_widget(f"w-{i}", i))
+
+    await asyncio.gather(*(client(k) for k in range(clients)))
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    cfg = dataclasses.replace(Config.from_kubeconfig(args.kubeconfig), qps=0.0)
+    async with typed.Client(cfg) as api:
+        try:
+            await api.dynamic.resource(CRDS).create(ops.CRD)
+        except errors.AlreadyExists:
+            pass
+    runs = []
+    for mode, workers in (("kplane", 1), ("kplane", 8), *((("kopf", 0),) if not args.skip_kopf else ())):
+        runs.append(
+            await one_run(cfg, args.kubeconfig, mode, workers, args.count, args.clients, args.latency_samples)
+        )
+    kopf = next((r for r in runs if r["operator"] == "kopf"), None)
+    best = max(r["objects_per_s"] for r in runs if r["operator"] == "kplane")
+    return {
+        "benchmark": "reconcile_throughput",
+        "runs": runs,
+        "kplane_vs_kopf": round(best / kopf["objects_per_s"], 1) if kopf else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--latency-samples", type=int, default=50)
+    parser.add_argument("--skip-kopf", action="store_true")
+    args = parser.parse_args(argv)
+    print(json.dumps(asyncio.run(run(args))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
