@@ -5,13 +5,20 @@ kubeconfig: the current context (or a named one), the cluster's server and CA, a
 certificate or bearer token. Only what the benchmarks need is supported: inline ``*-data`` fields or
 file paths, ``insecure-skip-tls-verify``, ``token`` and ``tokenFile``; no exec or auth-provider
 plugins. The client shares the machine with the server, so sessions are built without a cookie jar
-or response decompression, and helpers hand back raw bytes: callers decode only what they check.
+and helpers hand back raw bytes: callers decode only what they check.
+
+Every request names what it accepts (``Accept: application/json`` unless a caller asks otherwise)
+and asks for no compression: kube-apiserver gzips replies over 128 KiB for clients that send
+``Accept-Encoding: gzip`` (aiohttp's default), which would measure compression rather than the
+server and hand callers bytes that are not JSON. A server that compresses anyway is still read
+correctly: ``decoded_body`` undoes ``Content-Encoding: gzip``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import math
 import os
 import pathlib
@@ -119,11 +126,16 @@ def _load_cert_chain(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
         ctx.load_cert_chain(cert_path, key_path)
 
 
-def session(target: Target, *, connections: int = 1) -> aiohttp.ClientSession:
+JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def session(target: Target, *, connections: int = 1, accept: str = JSON) -> aiohttp.ClientSession:
     """A session with at most ``connections`` keep-alive connections to the target.
 
     One session with ``connections=1`` behaves like one upstream client: requests are sent one at a
-    time over one persistent connection.
+    time over one persistent connection. Requests carry ``Accept: accept`` and no
+    ``Accept-Encoding`` (see the module notes).
     """
     connector = aiohttp.TCPConnector(
         limit=connections, ssl=target.ssl_context if target.ssl_context is not None else False
@@ -131,12 +143,19 @@ def session(target: Target, *, connections: int = 1) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(
         base_url=None,
         connector=connector,
-        headers=target.headers,
+        headers={"Accept": accept, **target.headers},
         cookie_jar=aiohttp.DummyCookieJar(),
         auto_decompress=False,
-        skip_auto_headers=("User-Agent",),
+        skip_auto_headers=("User-Agent", "Accept-Encoding"),
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
     )
+
+
+def decoded_body(data: bytes, content_encoding: str | None) -> bytes:
+    """A reply body as sent before any ``Content-Encoding`` (gzip is undone; identity kept)."""
+    if content_encoding and content_encoding.strip().lower() == "gzip":
+        return gzip.decompress(data)
+    return data
 
 
 class HTTPError(Exception):
@@ -158,7 +177,7 @@ async def request(
     """Send one request and return the response body; raise ``HTTPError`` unless the status is ``ok``."""
     headers = {"Content-Type": "application/json"} if body is not None else None
     async with http.request(method, url, data=body, headers=headers) as resp:
-        data = await resp.read()
+        data = decoded_body(await resp.read(), resp.headers.get("Content-Encoding"))
         if resp.status not in ok:
             raise HTTPError(method, str(url), resp.status, data)
         return data

@@ -1,13 +1,18 @@
-"""Latency of listing 2,000 ConfigMaps, whole and paged; one JSON line.
+"""Latency of listing 2,000 ConfigMaps, whole and paged, and of one GET; one JSON line.
 
     python benchmarks/list_latency.py --kubeconfig PATH [--objects 2000] [--rounds 30] [--page 500]
+                                      [--accept json|protobuf|both]
 
 Makes sure namespace ``--namespace`` (default ``bench-list``) holds at least ``--objects``
 ConfigMaps, creating the missing ones with 16 concurrent clients, then times ``--rounds`` full lists
 (``GET .../configmaps``) and ``--rounds`` paged lists (``limit=--page`` and ``continue`` until the last
 page). A list's time runs from sending the request to having the whole body; decoding it to check
 the item count and read the continue token is not counted, since that is the client's cost. The
-namespace is kept so that later runs skip the filling step.
+namespace is kept so that later runs skip the filling step. ``--accept`` picks the reply's media
+type (``Accept: application/json`` or ``application/vnd.kubernetes.protobuf``, what client-go asks
+first; ``both`` alternates the two request by request, so that both see the same load, and
+reports each under ``by_accept``); the same rounds also time ``GET`` of one ConfigMap. No
+compression is asked for (see ``_client``).
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ import json
 import sys
 import time
 import urllib.parse
+from dataclasses import dataclass, field
 from typing import Any
 
 import _client
 import aiohttp
 import orjson
+
+from kplane.api.protobuf import decoding, wire
 
 BODY = (
     b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%05d","labels":{"bench":"list"}},'
@@ -57,52 +65,102 @@ async def _timed_get(http: aiohttp.ClientSession, url: str) -> tuple[float, byte
     async with http.get(url) as resp:
         data = await resp.read()
         elapsed = time.perf_counter() - t
+        data = _client.decoded_body(data, resp.headers.get("Content-Encoding"))
         if resp.status != 200:
             raise _client.HTTPError("GET", url, resp.status, data)
     return elapsed, data
 
 
-async def _measure(target: _client.Target, url: str, objects: int, rounds: int, page: int) -> dict[str, Any]:
-    full: list[float] = []
-    paged: list[float] = []
-    sizes: list[int] = []
-    pages = 0
-    async with _client.session(target) as http:
-        for _ in range(3):  # warm the connection and any server-side caches
-            await _timed_get(http, url)
+def _items_and_continue(data: bytes) -> tuple[int, str]:
+    """Count a list reply's items and read its continue token, in JSON or protobuf."""
+    if not data.startswith(decoding.MAGIC):
+        decoded = orjson.loads(data)
+        return len(decoded["items"]), decoded["metadata"].get("continue") or ""
+    _, kind, raw = decoding.unwrap(data)
+    if not kind.endswith("List"):
+        raise SystemExit(f"expected a list in protobuf, got kind {kind!r}")
+    items = 0
+    token = ""
+    for number, _, value in wire.fields(raw):
+        if number == 2:
+            items += 1
+        elif number == 1 and isinstance(value, memoryview):  # ListMeta: continue is field 3
+            for meta_number, _, meta_value in wire.fields(value):
+                if meta_number == 3 and isinstance(meta_value, memoryview):
+                    token = bytes(meta_value).decode()
+    return items, token
+
+
+@dataclass
+class _Samples:
+    """Durations (seconds) of each kind of request in one media type."""
+
+    full: list[float] = field(default_factory=list)
+    paged: list[float] = field(default_factory=list)
+    single: list[float] = field(default_factory=list)
+    size: int = 0
+    pages: int = 0
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "get": _client.quantiles_ms(self.single),
+            "full_list": _client.quantiles_ms(self.full),
+            "full_list_bytes": self.size,
+            "paged_list": _client.quantiles_ms(self.paged),
+            "pages": self.pages,
+        }
+
+
+async def _paged(http: aiohttp.ClientSession, url: str, page: int, objects: int, out: _Samples) -> None:
+    total = 0.0
+    out.pages = 0
+    items = 0
+    token = ""
+    while True:
+        query = f"?limit={page}" + (f"&continue={urllib.parse.quote(token, safe='')}" if token else "")
+        elapsed, data = await _timed_get(http, url + query)
+        total += elapsed
+        out.pages += 1
+        count, token = _items_and_continue(data)
+        items += count
+        if not token:
+            break
+    if items < objects:
+        raise SystemExit(f"paged list returned {items} items, expected at least {objects}")
+    out.paged.append(total)
+
+
+async def _measure(
+    target: _client.Target, url: str, objects: int, rounds: int, page: int, accepts: list[str]
+) -> dict[str, _Samples]:
+    """Time each kind of request in every media type of ``accepts``, alternating between them
+    request by request so that all see the same load on a shared machine."""
+    samples = {accept: _Samples() for accept in accepts}
+    sessions = {accept: _client.session(target, accept=accept) for accept in accepts}
+    try:
+        for http in sessions.values():
+            for _ in range(3):  # warm the connection and any server-side caches
+                await _timed_get(http, url)
+                await _timed_get(http, f"{url}/cm-00000")
         for _ in range(rounds):
-            elapsed, data = await _timed_get(http, url)
-            full.append(elapsed)
-            sizes.append(len(data))
-            count = len(orjson.loads(data)["items"])
-            if count < objects:
-                raise SystemExit(f"list returned {count} items, expected at least {objects}")
+            for accept, http in sessions.items():
+                elapsed, data = await _timed_get(http, url)
+                samples[accept].full.append(elapsed)
+                samples[accept].size = len(data)
+                count, _ = _items_and_continue(data)
+                if count < objects:
+                    raise SystemExit(f"list returned {count} items, expected at least {objects}")
         for _ in range(rounds):
-            total = 0.0
-            pages = 0
-            items = 0
-            token = ""
-            while True:
-                query = f"?limit={page}" + (
-                    f"&continue={urllib.parse.quote(token, safe='')}" if token else ""
-                )
-                elapsed, data = await _timed_get(http, url + query)
-                total += elapsed
-                pages += 1
-                decoded = orjson.loads(data)
-                items += len(decoded["items"])
-                token = decoded["metadata"].get("continue") or ""
-                if not token:
-                    break
-            if items < objects:
-                raise SystemExit(f"paged list returned {items} items, expected at least {objects}")
-            paged.append(total)
-    return {
-        "full_list": _client.quantiles_ms(full),
-        "full_list_bytes": sizes[-1] if sizes else 0,
-        "paged_list": _client.quantiles_ms(paged),
-        "pages": pages,
-    }
+            for accept, http in sessions.items():
+                await _paged(http, url, page, objects, samples[accept])
+        for _ in range(rounds * 10):
+            for accept, http in sessions.items():
+                elapsed, _ = await _timed_get(http, f"{url}/cm-00000")
+                samples[accept].single.append(elapsed)
+    finally:
+        for http in sessions.values():
+            await http.close()
+    return samples
 
 
 async def _run(args: argparse.Namespace) -> dict[str, Any]:
@@ -113,8 +171,10 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
     t = time.perf_counter()
     created = await _fill(target, url, args.objects)
     fill_s = time.perf_counter() - t
-    figures = await _measure(target, url, args.objects, args.rounds, args.page)
-    return {
+    media = {"json": _client.JSON, "protobuf": _client.PROTOBUF}
+    accepts = list(media.values()) if args.accept == "both" else [media[args.accept]]
+    samples = await _measure(target, url, args.objects, args.rounds, args.page, accepts)
+    result: dict[str, Any] = {
         "benchmark": "list_latency",
         "server": target.server,
         "auth": target.auth,
@@ -124,8 +184,13 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         "fill_s": round(fill_s, 3),
         "rounds": args.rounds,
         "page_size": args.page,
-        **figures,
+        "accept": accepts[0],
+        **samples[accepts[0]].figures(),
     }
+    if len(accepts) > 1:
+        result["accept"] = "both"
+        result["by_accept"] = {accept: s.figures() for accept, s in samples.items()}
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--objects", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--page", type=int, default=500)
+    parser.add_argument("--accept", choices=("json", "protobuf", "both"), default="json")
     args = parser.parse_args(argv)
     print(json.dumps(_client.run(_run(args))), flush=True)
     return 0

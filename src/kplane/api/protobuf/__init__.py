@@ -12,6 +12,8 @@ from kplane.api.protobuf.encoding import (
     encodable,
     encode,
     encode_list,
+    envelope,
+    item_field,
     item_message,
     watch_frame,
 )
@@ -24,6 +26,8 @@ __all__ = [
     "encodable",
     "encode",
     "encode_list",
+    "envelope",
+    "item_field",
     "item_message",
     "supported_kinds",
     "watch_frame",

@@ -31,7 +31,7 @@ import binascii
 import datetime
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -318,10 +318,17 @@ def message(obj: dict[str, Any], name: str) -> bytes:
     return bytes(out)
 
 
+def _envelope_parts(api_version: str, kind: str, raw_size: int) -> tuple[bytes, bytes]:
+    """What goes before and after an object's ``raw`` bytes of ``raw_size`` in a reply body."""
+    type_meta = _len(b"\x0a", api_version.encode()) + _len(b"\x12", kind.encode())
+    head = MAGIC + _len(b"\x0a", type_meta) + b"\x12" + varint(raw_size)
+    return head, b"\x1a\x00\x22\x00"
+
+
 def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
     """``raw`` wrapped as the serializer writes it: magic, then ``runtime.Unknown{typeMeta, raw, "", ""}``."""
-    type_meta = _len(b"\x0a", api_version.encode()) + _len(b"\x12", kind.encode())
-    return MAGIC + _len(b"\x0a", type_meta) + _len(b"\x12", raw) + b"\x1a\x00\x22\x00"
+    head, tail = _envelope_parts(api_version, kind, len(raw))
+    return b"".join((head, raw, tail))
 
 
 def message_name(api_version: str, kind: str) -> str | None:
@@ -346,29 +353,31 @@ def encode(obj: dict[str, Any]) -> bytes:
     return envelope(api_version, kind, message(obj, name))
 
 
-def encode_list(api_version: str, list_kind: str, metadata: dict[str, Any], items: Iterable[bytes]) -> bytes:
-    """A list reply from its ``ListMeta`` and its items' already encoded messages (see ``message``).
+def encode_list(api_version: str, list_kind: str, metadata: dict[str, Any], items: list[bytes]) -> bytes:
+    """A list reply from its ``ListMeta`` and its items as ``item_field`` bytes, in order.
 
-    Items are passed encoded so that a caller may reuse one object's bytes across lists.
+    Items come encoded so that a caller may reuse one object's bytes across lists; the body is
+    assembled with one copy of them.
     """
     name = _tables.KINDS.get((api_version, list_kind))
     if name is None:
         raise wire.ProtobufError(f"no protobuf encoding for apiVersion {api_version!r}, kind {list_kind!r}")
-    out = bytearray(_len(b"\x0a", message(metadata, "apis.meta.v1.ListMeta")))
-    for item in items:
-        n = len(item)
-        out += b"\x12"
-        out += _SMALL[n] if n < 128 else varint(n)
-        out += item
-    return envelope(api_version, list_kind, bytes(out))
+    list_meta = _len(b"\x0a", message(metadata, "apis.meta.v1.ListMeta"))
+    head, tail = _envelope_parts(api_version, list_kind, len(list_meta) + sum(map(len, items)))
+    return b"".join((head, list_meta, *items, tail))
 
 
 def item_message(api_version: str, kind: str, obj: dict[str, Any]) -> bytes:
-    """One list item's message: ``obj`` as ``kind`` without the envelope."""
+    """One object's message: ``obj`` as ``kind`` without the envelope."""
     name = _tables.KINDS.get((api_version, kind))
     if name is None:
         raise wire.ProtobufError(f"no protobuf encoding for apiVersion {api_version!r}, kind {kind!r}")
     return message(obj, name)
+
+
+def item_field(encoded_message: bytes) -> bytes:
+    """A message as one element of a list's ``items`` (field 2)."""
+    return _len(b"\x12", encoded_message)
 
 
 def watch_frame(event_type: str, encoded_object: bytes) -> bytes:

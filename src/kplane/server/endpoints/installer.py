@@ -19,6 +19,7 @@ from kplane.server import storage
 from kplane.server.endpoints import (
     componentstatus,
     crud,
+    encoded,
     listwatch,
     logs,
     negotiation,
@@ -83,6 +84,7 @@ class APIHandler:
     clock: Clock
     nonresource: nonresource.NonResource
     watch_bookmark_interval: float = 60.0
+    protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
     _method_not_allowed: errors.MethodNotAllowed = field(
         default_factory=lambda: errors.MethodNotAllowed(
             "the server does not allow this method on the requested resource"
@@ -111,6 +113,7 @@ class APIHandler:
                 stream=info.verb == "watch",
             ),
             watch_bookmark_interval=self.watch_bookmark_interval,
+            protobuf_memo=self.protobuf_memo,
         )
         return await handler(scope)
 

@@ -76,8 +76,9 @@ async def list_(scope: Scope) -> web.StreamResponse:
             meta["remainingItemCount"] = page.remaining
     record = scope.record
     if form.media == negotiation.PROTOBUF:
-        encoded = (protobuf.item_message(record.api_version, record.kind, o) for o in items)
-        body = protobuf.encode_list(record.api_version, record.list_kind, meta, encoded)
+        api_version = record.api_version
+        encoded = scope.protobuf_memo.items(items, api_version, record.kind)
+        body = protobuf.encode_list(api_version, record.list_kind, meta, encoded)
         return web.Response(body=body, headers={"Content-Type": negotiation.PROTOBUF})
     listed = {"kind": record.list_kind, "apiVersion": record.api_version, "metadata": meta, "items": items}
     if form.media == negotiation.YAML:

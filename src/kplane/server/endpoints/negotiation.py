@@ -8,6 +8,7 @@ for one.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -241,16 +242,23 @@ def negotiate(
 ) -> tuple[str, bool] | None:
     """The media type to answer in and whether as a Table, or None when nothing is acceptable.
 
-    ``protobuf_ok`` says whether the endpoint's kind has a protobuf form (asked only when a clause
-    names protobuf); ``transforms`` is False for errors; ``stream`` is True for watches.
+    ``protobuf_ok`` says whether the endpoint's kind has a protobuf form (asked only when the
+    header names protobuf); ``transforms`` is False for errors; ``stream`` is True for watches.
     """
-    if not accept or not accept.strip():
+    if not accept:
+        return JSON, False
+    return _negotiate(accept, "protobuf" not in accept or protobuf_ok(), transforms, stream)
+
+
+@functools.lru_cache(maxsize=1024)  # clients send a handful of distinct headers
+def _negotiate(accept: str, protobuf_ok: bool, transforms: bool, stream: bool) -> tuple[str, bool] | None:
+    if not accept.strip():
         return JSON, False
     for clause in _clauses(accept):
         for media in MEDIA_TYPES:
             if not _matches(clause, media):
                 continue
-            if media == PROTOBUF and not clause.params.get("as") and not protobuf_ok():
+            if media == PROTOBUF and not clause.params.get("as") and not protobuf_ok:
                 continue
             ok, as_table = _allows(media, clause.params, transforms=transforms)
             if not ok:

@@ -14,7 +14,7 @@ from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
-from kplane.server.endpoints import negotiation
+from kplane.server.endpoints import encoded, negotiation
 from kplane.server.endpoints.requestinfo import RequestInfo
 from kplane.server.registry.fieldschema import WriteOptions
 from kplane.server.registry.store import Registry
@@ -44,6 +44,7 @@ class Scope:
     clock: Clock
     form: negotiation.ResponseForm
     watch_bookmark_interval: float = 60.0
+    protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -135,14 +136,28 @@ class Scope:
         media = self.form.media
         if self.form.error is not None:
             raise self.form.error
-        body = orjson.dumps(obj) if media == negotiation.JSON else negotiation.encode(obj, media)
+        if media == negotiation.JSON:
+            body = orjson.dumps(obj)
+        elif media == negotiation.PROTOBUF:
+            body = self.protobuf_memo.encode(obj)
+        else:
+            body = negotiation.encode(obj, media)
         return web.Response(body=body, status=status, headers=self.headers(media))
+
+
+_ENCODABLE: dict[tuple[str, str, str], bool] = {}
 
 
 def protobuf_encodable(record: ResourceRecord) -> bool:
     """Whether objects of ``record`` can be answered in protobuf: built-in kinds whose descriptors
     kplane has (custom resources never are, as upstream)."""
-    return not record.custom and protobuf.encodable(record.api_version, record.kind)
+    if record.custom:
+        return False
+    key = (record.group, record.version, record.kind)
+    known = _ENCODABLE.get(key)
+    if known is None:
+        known = _ENCODABLE[key] = protobuf.encodable(record.api_version, record.kind)
+    return known
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Go's unicode.IsControl

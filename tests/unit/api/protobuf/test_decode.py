@@ -252,6 +252,8 @@ def test_public_surface() -> None:
         "encodable",
         "encode",
         "encode_list",
+        "envelope",
+        "item_field",
         "item_message",
         "supported_kinds",
         "watch_frame",

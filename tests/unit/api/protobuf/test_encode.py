@@ -172,7 +172,7 @@ def test_golden_special_values() -> None:
 def test_golden_list_and_watch_frame() -> None:
     """A list is ListMeta then one ``items`` field per item; a watch frame is a 4-byte big-endian
     length and a bare WatchEvent whose RawExtension holds the whole enveloped object."""
-    items = [b"\x0a\x00", b"\x0a\x01z"]
+    items = [protobuf.item_field(b"\x0a\x00"), protobuf.item_field(b"\x0a\x01z")]
     body = protobuf.encode_list("v1", "ConfigMapList", {"resourceVersion": "7"}, items)
     raw = b"\x0a\x07\x0a\x00\x12\x017\x1a\x00" + b"\x12\x02\x0a\x00" + b"\x12\x03\x0a\x01z"
     assert body == encoding.envelope("v1", "ConfigMapList", raw)
