@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Server, requires_kubectl
-from tests.e2e.helpers import Kube, assert_status, unique
+from tests.e2e.helpers import Kube, assert_status, poll, unique
 
 
 @pytest.fixture
@@ -211,3 +211,65 @@ def test_manual_selector_job_is_left_alone(api: Kube, ns: str) -> None:
     job = api.ok("POST", f"/apis/batch/v1/namespaces/{ns}/jobs", body)
     assert job["spec"]["selector"] == {"matchLabels": {"app": "m"}}
     assert job["spec"]["template"]["metadata"]["labels"] == {"app": "m"}
+
+
+# --- 4. CRDs: defaults, create response, establishment, cleanup finalizer ----------------------
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def test_crd_defaults_create_response_and_establishment(api: Kube) -> None:
+    """A CRD is defaulted as upstream, its create response holds only the reset status, the names
+    are accepted and the CRD established afterwards, and the cleanup finalizer comes with delete."""
+    group = unique("g") + ".example.com"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }
+    created = api.ok("POST", CRD_PATH, crd)
+    # apiextensions-apiserver pkg/apis/apiextensions/v1/defaults.go SetDefaults_CustomResourceDefinitionSpec.
+    names = {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"}
+    assert created["spec"]["names"] == names
+    assert created["spec"]["conversion"] == {"strategy": "None"}
+    # pkg/registry/customresourcedefinition/strategy.go PrepareForCreate resets status to the stored
+    # version; the zero CustomResourceDefinitionNames prints its two required names.
+    assert created["status"] == {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]}
+    assert "finalizers" not in created["metadata"]
+
+    path = f"{CRD_PATH}/gadgets.{group}"
+    done = poll(lambda: (lambda o: o if _established(o) else None)(api.ok("GET", path)))
+    # The naming controller (NamesAccepted, "NoConflicts") then the establishing controller
+    # (Established, "InitialNamesAccepted").
+    assert [(c["type"], c["status"], c["reason"], c["message"]) for c in done["status"]["conditions"]] == [
+        ("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
+        ("Established", "True", "InitialNamesAccepted", "the initial names have been accepted"),
+    ]
+    assert done["status"]["acceptedNames"] == names
+
+    # registry/customresourcedefinition/etcd.go Delete: "upon first request to delete, add our
+    # finalizer and then delegate".
+    deleting = api.ok("DELETE", path)
+    assert deleting["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+    assert deleting["metadata"]["deletionTimestamp"]
+    poll(lambda: api.get(path).status == 404)
+
+
+def _established(obj: dict[str, Any]) -> bool:
+    return any(
+        c["type"] == "Established" and c["status"] == "True"
+        for c in obj.get("status", {}).get("conditions", [])
+    )

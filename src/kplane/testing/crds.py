@@ -63,22 +63,34 @@ async def install(
     api = client.dynamic.resource(CRDS)
     stored: list[dict[str, Any]] = []
     for crd in crds:
-        name = crd["metadata"]["name"]
         try:
             stored.append(await api.create(crd))
         except errors.AlreadyExists:
-            current = await api.get(name)
-            body = {
-                **crd,
-                "metadata": {**crd["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]},
-            }
-            stored.append(await api.update(body))
+            stored.append(await _replace(api, crd))
     for crd in stored:
         await eventually_mod.eventually(
             functools.partial(_served, client, crd), timeout=timeout, message=f"CRD {crd['metadata']['name']}"
         )
     client.discovery.invalidate()
     return stored
+
+
+async def _replace(api: Any, crd: dict[str, Any]) -> dict[str, Any]:
+    """Replace a stored CRD with ``crd``. The server's naming and establishing controllers write
+    a new CRD's status just after its creation (as upstream's do), so a read-then-replace can meet
+    a 409 Conflict: read again and retry (bounded)."""
+    for attempt in range(8):
+        current = await api.get(crd["metadata"]["name"])
+        rv = current["metadata"]["resourceVersion"]
+        try:
+            result: dict[str, Any] = await api.update(
+                {**crd, "metadata": {**crd["metadata"], "resourceVersion": rv}}
+            )
+            return result
+        except errors.Conflict:
+            if attempt == 7:
+                raise
+    raise AssertionError("unreachable")
 
 
 async def _served(client: typed.Client, crd: dict[str, Any]) -> bool:

@@ -7,7 +7,8 @@ definition after walking the object's fields (children are defaulted before pare
 these functions depend on). A hook receives a private, freshly built dict and mutates it in place.
 
 Sources (facts, not code): kubernetes ``pkg/apis/apps/v1/defaults.go``, ``pkg/apis/core/v1/defaults.go``,
-``pkg/apis/batch/v1/defaults.go``, ``pkg/apis/discovery/v1/defaults.go``, with the feature gates of
+``pkg/apis/batch/v1/defaults.go``, ``pkg/apis/discovery/v1/defaults.go``, apiextensions-apiserver's
+``pkg/apis/apiextensions/v1/defaults.go``, with the feature gates of
 1.32 at their defaults (``StatefulSetAutoDeletePVC`` and ``JobPodReplacementPolicy`` on,
 ``MaxUnavailableStatefulSet`` off). Go treats an empty string like an absent one for plain string
 fields, so those are defaulted when falsy; pointer fields only when absent.
@@ -298,7 +299,27 @@ def cron_job(obj: Obj) -> None:
     spec.setdefault("failedJobsHistoryLimit", 1)
 
 
+# --- apiextensions.k8s.io/v1 ---------------------------------------------------------------------
+
+
+def crd_spec(obj: Obj) -> None:
+    names = _sub(obj, "names")
+    if names is not None:
+        kind = names.get("kind")
+        if not names.get("singular") and isinstance(kind, str):
+            names["singular"] = kind.lower()
+        if not names.get("listKind") and isinstance(kind, str) and kind:
+            names["listKind"] = kind + "List"
+    if obj.get("conversion") is None:
+        obj["conversion"] = {"strategy": "None"}
+
+
+def service_reference_port(obj: Obj) -> None:
+    obj.setdefault("port", 443)
+
+
 _CORE = "io.k8s.api.core.v1."
+_APIEXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
 
 HOOKS: Mapping[str, Callable[[Obj], None]] = {
     "io.k8s.api.apps.v1.Deployment": deployment,
@@ -328,4 +349,6 @@ HOOKS: Mapping[str, Callable[[Obj], None]] = {
     "io.k8s.api.discovery.v1.EndpointPort": discovery_endpoint_port,
     "io.k8s.api.batch.v1.Job": job,
     "io.k8s.api.batch.v1.CronJob": cron_job,
+    _APIEXTENSIONS + "CustomResourceDefinitionSpec": crd_spec,
+    _APIEXTENSIONS + "ServiceReference": service_reference_port,
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 from typing import Any
@@ -22,6 +23,7 @@ from kplane.api.catalog import Catalog, PrinterColumn, ResourceRecord, ScaleSpec
 from kplane.api.gvk import GroupResource
 from kplane.server import storage
 from kplane.server.registry import strategy
+from kplane.server.registry.fieldschema import WriteOptions
 from kplane.server.registry.objects import rfc3339
 from kplane.server.registry.store import DeleteOptions, Registry
 
@@ -204,13 +206,21 @@ class CRDStrategy(strategy.Strategy):
     async def prepare_for_create(
         self, record: ResourceRecord, obj: Object, list_current: strategy.ListCurrent
     ) -> None:
-        obj.pop("status", None)
-        meta = obj["metadata"]
-        finalizers = list(meta.get("finalizers") or [])
-        if CLEANUP_FINALIZER not in finalizers:
-            finalizers.append(CLEANUP_FINALIZER)
-        meta["finalizers"] = finalizers
-        self._fill_status(obj, None)
+        """Upstream's PrepareForCreate: status is reset to the storage version alone (with the
+        empty accepted names Go's zero value prints); the names are accepted and the CRD
+        established afterwards, by ``CRDController``. The cleanup finalizer comes with the first
+        delete, not here."""
+        spec = obj.get("spec")
+        versions = spec.get("versions") if isinstance(spec, dict) else None
+        stored = [
+            v["name"]
+            for v in versions or []
+            if isinstance(v, dict) and v.get("storage") and isinstance(v.get("name"), str)
+        ][:1]
+        obj["status"] = {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": stored}
+
+    def finalizers_on_delete(self, record: ResourceRecord) -> tuple[str, ...]:
+        return (CLEANUP_FINALIZER,)
 
     def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
         super().prepare_for_update(record, new, old)
@@ -227,44 +237,81 @@ class CRDStrategy(strategy.Strategy):
         return errs
 
     def _fill_status(self, obj: Object, old: Object | None) -> None:
-        raw_spec = obj.get("spec")
-        spec: Object = raw_spec if isinstance(raw_spec, dict) else {}
-        status = dict((old or {}).get("status") or obj.get("status") or {})
-        now = rfc3339(self.clock)
-        stored = list(status.get("storedVersions") or [])
-        for v in spec.get("versions") or []:
-            if isinstance(v, dict) and v.get("storage") and v.get("name") not in stored:
-                stored.append(v["name"])
-        names = dict(spec.get("names") or {})
-        if names.get("kind") and not names.get("listKind"):
-            names["listKind"] = names["kind"] + "List"
-        if names.get("kind") and not names.get("singular"):
-            names["singular"] = str(names["kind"]).lower()
-        conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
-        for ctype, reason, message in (
-            ("NamesAccepted", "NoConflicts", "no conflicts found"),
-            ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-        ):
-            if ctype not in conditions:
-                conditions[ctype] = {
-                    "type": ctype,
-                    "status": "True",
-                    "lastTransitionTime": now,
-                    "reason": reason,
-                    "message": message,
-                }
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            conditions["Terminating"] = {
-                "type": "Terminating",
-                "status": "True",
-                "lastTransitionTime": now,
-                "reason": "InstanceDeletionInProgress",
-                "message": "CustomResource deletion is in progress",
-            }
-        status["conditions"] = list(conditions.values())
-        status["acceptedNames"] = names
-        status["storedVersions"] = stored
-        obj["status"] = status
+        fill_status(obj, old, rfc3339(self.clock))
+
+
+def _condition(ctype: str, status: str, reason: str, message: str, now: str) -> Object:
+    return {"type": ctype, "status": status, "lastTransitionTime": now, "reason": reason, "message": message}
+
+
+def _has_condition(crd: Object, ctype: str) -> bool:
+    return any(
+        isinstance(c, dict) and c.get("type") == ctype and c.get("status") == "True"
+        for c in (crd.get("status") or {}).get("conditions") or []
+    )
+
+
+def established(crd: Object) -> bool:
+    return _has_condition(crd, "Established")
+
+
+def accept_names(crd: Object, now: str) -> Object:
+    """``crd`` as upstream's naming controller writes it: names accepted, Established False
+    ("Installing") until the establishing controller follows. Unchanged once accepted."""
+    if _has_condition(crd, "NamesAccepted") or established(crd):
+        return crd
+    status = dict(crd.get("status") or {})
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    kept = [c for c in conditions if c.get("type") not in ("NamesAccepted", "Established")]
+    status["conditions"] = [
+        *kept,
+        _condition("NamesAccepted", "True", "NoConflicts", "no conflicts found", now),
+        _condition("Established", "False", "Installing", "the initial names have been accepted", now),
+    ]
+    status["acceptedNames"] = dict((crd.get("spec") or {}).get("names") or {})
+    return {**crd, "status": status}
+
+
+def establish(crd: Object, now: str) -> Object:
+    """``crd`` as upstream's establishing controller writes it: Established True (once)."""
+    if established(crd):
+        return crd
+    status = dict(crd.get("status") or {})
+    conditions = [
+        c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") != "Established"
+    ]
+    conditions.append(
+        _condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted", now)
+    )
+    status["conditions"] = conditions
+    return {**crd, "status": status}
+
+
+def fill_status(obj: Object, old: Object | None, now: str) -> None:
+    """A CRD's status after a main-endpoint update: stored versions, accepted names and the
+    naming conditions kept up to date (the naming controller's work, done on the write)."""
+    raw_spec = obj.get("spec")
+    spec: Object = raw_spec if isinstance(raw_spec, dict) else {}
+    status = dict((old or {}).get("status") or obj.get("status") or {})
+    stored = list(status.get("storedVersions") or [])
+    for v in spec.get("versions") or []:
+        if isinstance(v, dict) and v.get("storage") and v.get("name") not in stored:
+            stored.append(v["name"])
+    conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    for ctype, reason, message in (
+        ("NamesAccepted", "NoConflicts", "no conflicts found"),
+        ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+    ):
+        if ctype not in conditions:
+            conditions[ctype] = _condition(ctype, "True", reason, message, now)
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        conditions["Terminating"] = _condition(
+            "Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress", now
+        )
+    status["conditions"] = list(conditions.values())
+    status["acceptedNames"] = dict(spec.get("names") or {})
+    status["storedVersions"] = stored
+    obj["status"] = status
 
 
 class CRDController:
@@ -276,6 +323,7 @@ class CRDController:
         self.clock = clock
         self._task: asyncio.Task[None] | None = None
         self._cleanups: dict[str, asyncio.Task[None]] = {}
+        self._establishing: dict[str, asyncio.Task[None]] = {}
         registry.strategies[("apiextensions.k8s.io", "CustomResourceDefinition")] = CRDStrategy(clock)
         registry.after_write.append(self._after_write)
 
@@ -295,7 +343,9 @@ class CRDController:
         self._task = asyncio.get_running_loop().create_task(self._follow(page.revision))
 
     async def close(self) -> None:
-        tasks = [t for t in [self._task, *self._cleanups.values()] if t is not None]
+        tasks = [
+            t for t in [self._task, *self._cleanups.values(), *self._establishing.values()] if t is not None
+        ]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -313,6 +363,31 @@ class CRDController:
         self.catalog.replace_group_resource(gr, crd_records(crd))
         if (crd.get("metadata") or {}).get("deletionTimestamp"):
             self._cleanup_soon(crd["metadata"]["name"], gr)
+        elif not established(crd):
+            self._establish_soon(crd["metadata"]["name"])
+
+    def _establish_soon(self, name: str) -> None:
+        task = self._establishing.get(name)
+        if task is None or task.done():
+            self._establishing[name] = asyncio.get_running_loop().create_task(self._establish(name))
+
+    async def _establish(self, name: str) -> None:
+        """Upstream's naming then establishing controllers, as two status writes."""
+        opts = WriteOptions(field_manager="kube-apiserver")
+        try:
+            for step in (accept_names, establish):
+                transform = functools.partial(step, now=rfc3339(self.clock))
+                crd = await self.registry.update(
+                    self.crd_record(), "", name, transform, subresource="status", opts=opts
+                )
+                if (crd.get("metadata") or {}).get("deletionTimestamp"):
+                    return
+        except errors.NotFound:
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("establishing CRD %s failed", name)
 
     async def _follow(self, revision: int) -> None:
         while True:

@@ -380,6 +380,7 @@ class Registry:
     ) -> tuple[Object, bool]:
         """Delete, or mark for deletion when finalizers remain. Returns (object, deleted_now)."""
         key = record.key(namespace, name)
+        added = self.strategy_for(record).finalizers_on_delete(record)
         for _ in range(16):
             try:
                 current = await self.storage.get(key)
@@ -389,13 +390,18 @@ class Registry:
             except storage.StorageError as err:
                 raise storage_error(record, name, err) from None
             meta = current["metadata"]
-            graceful = bool(meta.get("finalizers")) or _has_spec_finalizers(record, current)
+            graceful = (
+                bool(meta.get("finalizers"))
+                or _has_spec_finalizers(record, current)
+                or (bool(added) and not meta.get("deletionTimestamp"))
+            )
             if graceful:
                 if opts.dry_run:
                     marked = copy.deepcopy(current)
                     marked["metadata"].setdefault("deletionTimestamp", rfc3339(self.clock))
+                    _add_finalizers(marked["metadata"], added)
                     return to_version(record, marked), False
-                obj = await self._mark_deleting(record, key, name, current)
+                obj = await self._mark_deleting(record, key, name, current, added)
                 if obj is None:
                     continue
                 return to_version(record, obj), False
@@ -417,7 +423,7 @@ class Registry:
         )
 
     async def _mark_deleting(
-        self, record: ResourceRecord, key: str, name: str, seen: Object
+        self, record: ResourceRecord, key: str, name: str, seen: Object, added: tuple[str, ...] = ()
     ) -> Object | None:
         """Set deletionTimestamp (once). None when the object changed under us: start over."""
         if seen["metadata"].get("deletionTimestamp"):
@@ -430,6 +436,7 @@ class Registry:
                 raise _NoChange(current)
             meta["deletionTimestamp"] = now
             meta["deletionGracePeriodSeconds"] = 0
+            _add_finalizers(meta, added)
             # Upstream's markAsDeleting (apiserver registry/generic/registry/store.go) bumps a tracked
             # generation, so controllers filtering on generation changes see the deletion start.
             if isinstance(meta.get("generation"), int) and meta["generation"] > 0:
@@ -448,6 +455,13 @@ class Registry:
         if record.group == "" and record.plural == "namespaces" and self.on_namespace_deleted is not None:
             self.on_namespace_deleted(name)
         return marked
+
+
+def _add_finalizers(meta: Object, added: tuple[str, ...]) -> None:
+    present = list(meta.get("finalizers") or [])
+    missing = [f for f in added if f not in present]
+    if missing:
+        meta["finalizers"] = present + missing
 
 
 def _has_spec_finalizers(record: ResourceRecord, obj: Object) -> bool:

@@ -61,6 +61,10 @@ class Strategy:
     def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
         return []
 
+    def finalizers_on_delete(self, record: ResourceRecord) -> tuple[str, ...]:
+        """Finalizers the first delete adds (with ``deletionTimestamp``), making it graceful."""
+        return ()
+
     def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
         """True when a write changes what ``metadata.generation`` counts: all but metadata/status."""
         keys = (set(new) | set(old)) - {"metadata", "status", "apiVersion", "kind"}
