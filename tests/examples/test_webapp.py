@@ -25,7 +25,7 @@ async def test_webapp_lifecycle_in_process(kplane: testing.ControlPlane) -> None
 
 @pytest.mark.slow
 async def test_webapp_converges_under_conflict_storm(kplane_seed: int) -> None:
-    """With a third of the operator's writes refused with 409, the WebApp still converges.
+    """With a fifth of the operator's writes refused with 409, the WebApp still converges.
 
     Only writes the test itself never makes are refused (status, ConfigMap and Service applies), so
     every failure the scenario sees would be the operator's.
@@ -35,8 +35,8 @@ async def test_webapp_converges_under_conflict_storm(kplane_seed: int) -> None:
         verbs=("update",), resources=("webapps.example.kplane.dev",), subresource="status"
     )
     plan = testing.FaultPlan(
-        testing.Conflicts(probability=0.33, match=operator_only),
-        testing.Conflicts(probability=0.33, match=status_only),
+        testing.Conflicts(probability=0.2, match=operator_only),
+        testing.Conflicts(probability=0.2, match=status_only),
         seed=kplane_seed,
     )
     async with testing.ControlPlane(crds=[crd.MANIFEST], faults=plan) as cp:
