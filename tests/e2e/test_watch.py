@@ -207,19 +207,25 @@ def test_no_bookmarks_unless_allowed(api: Kube, ns: str) -> None:
 
 
 def test_label_selector_watch_sees_object_leave_and_enter(api: Kube, ns: str) -> None:
-    """A selector watch reports DELETED when a label change takes an object out, ADDED when it comes back."""
-    api.ok("POST", cm_path(ns), configmap("sel", ns, labels={"app": "web"}))
+    """A selector watch reports DELETED when a label change takes an object out, carrying the last
+    state that matched at the change's resourceVersion, and ADDED when it comes back."""
+    # Upstream, staging/src/k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go
+    # (convertToWatchEvent): "return a delete event with the previous object content, but with the
+    # event's resource version".
+    api.ok("POST", cm_path(ns), configmap("sel", ns, labels={"app": "web"}, data={"k": "before"}))
     rv = _rv(api, ns)
     with api.watch(cm_path(ns), {"resourceVersion": rv, "labelSelector": "app=web"}) as w:
-        api.ok(
+        moved = api.ok(
             "PATCH",
             cm_path(ns, "sel"),
-            {"metadata": {"labels": {"app": "db"}}},
+            {"metadata": {"labels": {"app": "db"}}, "data": {"k": "after"}},
             content_type="application/merge-patch+json",
         )
         ev = w.next()
         assert ev is not None and named(ev, "DELETED", "sel"), ev
-        assert ev["object"]["metadata"]["labels"]["app"] == "db"
+        assert ev["object"]["metadata"]["labels"] == {"app": "web"}, ev
+        assert ev["object"]["data"] == {"k": "before"}, ev
+        assert ev["object"]["metadata"]["resourceVersion"] == moved["metadata"]["resourceVersion"]
         api.ok(
             "PATCH",
             cm_path(ns, "sel"),
@@ -228,6 +234,7 @@ def test_label_selector_watch_sees_object_leave_and_enter(api: Kube, ns: str) ->
         )
         ev = w.next()
         assert ev is not None and named(ev, "ADDED", "sel"), ev
+        assert ev["object"]["metadata"]["labels"] == {"app": "web"}, ev
 
 
 def test_field_selector_watch(api: Kube, ns: str) -> None:
@@ -375,3 +382,42 @@ def test_python_watch_timeout_ends(k8s: k8s_client.ApiClient, ns: str, tmp_path:
     )
     assert events == []
     assert time.monotonic() - start < 5
+
+
+@pytest.fixture(scope="module")
+def plain_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
+    """A server with the default (one minute) bookmark interval, so only the pre-timeout bookmark is due."""
+    srv = start_server(tmp_path_factory.mktemp("kplane-watch-default"))
+    try:
+        yield Kube.from_kubeconfig(srv.kubeconfig, srv.data_dir / "e2e-pki")
+    finally:
+        srv.stop()
+
+
+def test_bookmark_two_seconds_before_timeout(plain_api: Kube) -> None:
+    """With allowWatchBookmarks, a watch gets a BOOKMARK at the current resourceVersion about two
+    seconds before its timeoutSeconds ends, then the stream ends; a watch of two seconds or less gets none."""
+    # Upstream, staging/src/k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go (nextBookmarkTime):
+    # "We try to send bookmarks: (a) right before the watcher timeout - for now we simply set it 2s
+    # before the deadline; (b) roughly every minute"; "if heartbeatTime.Before(now)" none is sent.
+    api = plain_api
+    path = cm_path("default")
+    rv = _rv(api, "default")
+    other = unique("elsewhere")  # a write in another namespace moves the store's revision
+    api.ok(
+        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}
+    )
+    current = api.ok("POST", cm_path(other), configmap("x", other))["metadata"]["resourceVersion"]
+    start = time.monotonic()
+    with api.watch(path, {"resourceVersion": rv, "allowWatchBookmarks": "true", "timeoutSeconds": 5}) as w:
+        mark = w.next()
+        at = time.monotonic() - start
+        assert mark is not None and mark["type"] == "BOOKMARK", mark
+        _assert_typed(mark)
+        assert int(mark["object"]["metadata"]["resourceVersion"]) >= int(current)
+        assert w.rest() == []
+        ended = time.monotonic() - start
+    assert 2.0 <= at < 4.5, at
+    assert 4.5 <= ended < 8, ended
+    with api.watch(path, {"resourceVersion": rv, "allowWatchBookmarks": "true", "timeoutSeconds": 2}) as w:
+        assert w.rest() == []

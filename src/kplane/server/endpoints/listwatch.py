@@ -109,7 +109,19 @@ async def watch(scope: Scope) -> web.StreamResponse:
     selection.Selection.parse(scope.record, opts.label_selector, opts.field_selector)
     if scope.form.error is not None:
         raise scope.form.error
-    events = watching.watch_objects(scope.storage, scope.record, scope.info.namespace, opts, scope.clock)
+    writing = False
+
+    def give_up() -> None:
+        # The watch fell behind while a write to this client was blocked (its socket buffer full):
+        # the client is not reading, so drop the connection now rather than wait for it. A watcher
+        # that is merely slow gets the end of the stream instead.
+        transport = scope.request.transport
+        if writing and transport is not None:
+            transport.abort()
+
+    events = watching.watch_objects(
+        scope.storage, scope.record, scope.info.namespace, opts, scope.clock, on_terminated=give_up
+    )
     as_table = scope.form.table
     as_protobuf = scope.form.media == negotiation.PROTOBUF
     content_type = negotiation.TABLE_CONTENT_TYPE if as_table else "application/json"
@@ -128,7 +140,11 @@ async def watch(scope: Scope) -> web.StreamResponse:
                 line = orjson.dumps(payload) + b"\n"
             else:
                 line = _encode(item, scope.record, protobuf_frames=as_protobuf)
+            # aiohttp waits here for the transport's buffer to drain past its high-water mark, so
+            # what is buffered per watcher is bounded: the storage watch's queue, then this.
+            writing = True
             await resp.write(line)
+            writing = False
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:

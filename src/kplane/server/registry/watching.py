@@ -4,15 +4,19 @@
 watch follows upstream's cacher: an object that stops matching the selector is reported as DELETED,
 one that starts matching as ADDED, so a client's view stays equal to the filtered state.
 
-The storage watch is drained by a small pump task into a queue so that waiting for "the next event
-or the next bookmark, whichever first" is a cancellation-safe ``Queue.get`` with a timeout.
+Buffering: the storage watch's own bounded queue is the only one between the cache and the
+socket; this generator takes one event at a time from it, so a consumer that stops reading makes
+that queue overflow and the watch is terminated (then ``on_terminated`` lets the consumer drop the
+connection), never an unbounded pile-up. Bookmarks are sent every ``bookmark_interval`` and two
+seconds before the deadline, as upstream's cacher does; time is the injected ``Clock``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+import logging
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +27,9 @@ from kplane.server import storage
 from kplane.server.registry import selection
 from kplane.server.registry.listing import ListOptions, validate_list_options, wait_for_revision
 from kplane.server.registry.objects import storage_error
+
+_log = logging.getLogger(__name__)
+_PRE_TIMEOUT = 2.0  # seconds before the deadline of the last bookmark (upstream cache_watcher.go)
 
 Object = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -67,9 +74,28 @@ def bookmark(record: ResourceRecord, revision: int, *, initial_end: bool = False
     return {"kind": record.kind, "apiVersion": record.api_version, "metadata": meta}
 
 
+def next_bookmark(now: float, interval: float, deadline: float) -> float | None:
+    """When the next periodic bookmark is due: ``interval`` from ``now``, but no later than two
+    seconds before the watch's deadline, and none once that moment has passed (upstream's
+    ``cacheWatcher.nextBookmarkTime``)."""
+    due = now + interval
+    if deadline - _PRE_TIMEOUT < due:
+        due = deadline - _PRE_TIMEOUT
+    return None if due < now else due
+
+
 async def watch_objects(
-    store: storage.Storage, record: ResourceRecord, namespace: str, opts: WatchOptions, clock: Clock
+    store: storage.Storage,
+    record: ResourceRecord,
+    namespace: str,
+    opts: WatchOptions,
+    clock: Clock,
+    *,
+    on_terminated: Callable[[], None] | None = None,
 ) -> AsyncGenerator[WatchItem, None]:
+    """The watch stream (see the module docstring). ``on_terminated`` is called synchronously if
+    the storage watch is terminated (the consumer fell behind) while this generator is suspended,
+    so a consumer blocked elsewhere can give up at once; the stream then ends without an event."""
     validate_watch(opts)
     sel = selection.Selection.parse(record, opts.label_selector, opts.field_selector)
     prefix = record.namespace_prefix(namespace)
@@ -94,18 +120,16 @@ async def watch_objects(
         yield WatchItem("ERROR", storage_error(record, "", err).to_status())
         return
 
-    queue: asyncio.Queue[storage.Event | BaseException] = asyncio.Queue()
+    def terminated(err: storage.StorageError) -> None:
+        _log.info("watch of %s terminated: %s", record.group_resource, err)
+        if on_terminated is not None:
+            on_terminated()
 
-    async def pump() -> None:
-        try:
-            async for ev in source:
-                queue.put_nowait(ev)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as err:  # a terminated (slow) watcher or a storage failure
-            queue.put_nowait(err)
-
-    task = asyncio.get_running_loop().create_task(pump())
+    source.on_terminate(terminated)
+    events = aiter(source)
+    pending: asyncio.Future[storage.Event] | None = None  # a step of ``events`` that had to wait
+    sleeper: asyncio.Future[None] | None = None
+    sleeper_until = 0.0
     try:
         last = start
         if snapshot is not None:
@@ -114,43 +138,68 @@ async def watch_objects(
                     yield WatchItem("ADDED", obj)
             if opts.send_initial_events and opts.allow_bookmarks:
                 yield WatchItem("BOOKMARK", bookmark(record, start, initial_end=True))
-        next_bookmark = clock.monotonic() + opts.bookmark_interval
+        bookmark_at = (
+            next_bookmark(clock.monotonic(), opts.bookmark_interval, opts.deadline)
+            if opts.allow_bookmarks
+            else None
+        )
         while True:
-            now = clock.monotonic()
-            wait = opts.deadline - now
-            if opts.allow_bookmarks:
-                wait = min(wait, next_bookmark - now)
-            if wait <= 0:
-                if opts.deadline - now <= 0:
-                    return
-                yield WatchItem("BOOKMARK", bookmark(record, last))
-                next_bookmark = clock.monotonic() + opts.bookmark_interval
-                continue
-            try:
-                got = queue.get_nowait()
-            except asyncio.QueueEmpty:
+            step: asyncio.Future[storage.Event] | None = None
+            if pending is None and source.ready:
+                step = asyncio.get_running_loop().create_future()
                 try:
-                    got = await asyncio.wait_for(queue.get(), wait)
-                except TimeoutError:
+                    step.set_result(await anext(events))
+                except (StopAsyncIteration, storage.StorageError) as err:
+                    step.set_exception(err)
+            else:
+                now = clock.monotonic()
+                if now >= opts.deadline:
+                    return
+                if bookmark_at is not None and now >= bookmark_at and not source.ready:
+                    # Nothing is queued for this watcher, so every event up to the store's
+                    # revision has been sent: the bookmark may carry it (upstream: the cacher's
+                    # last processed resourceVersion).
+                    last = max(last, store.current_revision())
+                    yield WatchItem("BOOKMARK", bookmark(record, last))
+                    sent = now
+                    now = clock.monotonic()
+                    bookmark_at = next_bookmark(now, opts.bookmark_interval, opts.deadline)
+                    if bookmark_at is not None and bookmark_at <= sent:
+                        bookmark_at = None  # the pre-timeout bookmark was this one
                     continue
-            if isinstance(got, BaseException):
-                yield WatchItem(
-                    "ERROR",
-                    errors.InternalError(f"watch terminated: {got}", reason="InternalError").to_status(),
-                )
-                return
+                if pending is None:
+                    pending = asyncio.ensure_future(anext(events))
+                wake = opts.deadline if bookmark_at is None else min(opts.deadline, bookmark_at)
+                if sleeper is None or sleeper_until != wake:
+                    if sleeper is not None:
+                        sleeper.cancel()
+                    sleeper, sleeper_until = asyncio.ensure_future(clock.sleep(wake - now)), wake
+                await asyncio.wait((pending, sleeper), return_when=asyncio.FIRST_COMPLETED)
+                if sleeper.done():
+                    sleeper = None
+                if not pending.done():
+                    continue
+                step, pending = pending, None
+            if step.exception() is not None:
+                return  # the source ended, or terminated this watcher: the stream ends (upstream)
+            got = step.result()
             last = got.revision
             item = _filter(got, sel)
             if item is not None:
                 yield item
     finally:
-        task.cancel()
         source.close()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        for task in (pending, sleeper):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
 
 
 def _filter(ev: storage.Event, sel: selection.Selection) -> WatchItem | None:
+    """The event as this watcher sees it. An object that stops matching is DELETED with the last
+    state that matched, stamped with the event's revision; one that starts matching is ADDED
+    (upstream ``cacheWatcher.convertToWatchEvent``)."""
     if sel.empty:
         return WatchItem(ev.type, ev.object, ev)
     now_match = sel.matches(ev.object)
@@ -161,6 +210,7 @@ def _filter(ev: storage.Event, sel: selection.Selection) -> WatchItem | None:
         if now_match:
             return WatchItem("ADDED", ev.object)
         if was:
-            return WatchItem("DELETED", ev.object)
+            assert ev.prev_object is not None
+            return WatchItem("DELETED", storage.stamped_copy(ev.prev_object, ev.revision))
         return None
     return WatchItem(ev.type, ev.object, ev) if now_match else None

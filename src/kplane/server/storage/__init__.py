@@ -21,6 +21,7 @@ from kplane.server.storage.interface import (
     TooLargeRevision,
     UpdateFunc,
     Watch,
+    stamped_copy,
 )
 
 __all__ = [
@@ -40,4 +41,5 @@ __all__ = [
     "TooLargeRevision",
     "UpdateFunc",
     "Watch",
+    "stamped_copy",
 ]

@@ -128,9 +128,24 @@ argument). Raise to abort the update; the exception propagates out of ``guarante
 
 
 class Watch(Protocol):
-    """A stream of events; iterate it, and ``close`` it when done (idempotent)."""
+    """A stream of events; iterate it, and ``close`` it when done (idempotent).
+
+    Iteration raises ``StorageError`` if the watch was terminated (its consumer fell behind, or its
+    source failed). ``__anext__`` may be cancelled while it waits without losing an event.
+    """
 
     def __aiter__(self) -> AsyncIterator[Event]: ...
+
+    @property
+    def ready(self) -> bool:
+        """True when the next step of the iteration completes without waiting."""
+        ...
+
+    def on_terminate(self, callback: Callable[[StorageError], None]) -> None:
+        """Have ``callback(error)`` called once, synchronously and at once, if the watch is terminated
+        with an error (never after ``close`` or a graceful end): lets a consumer busy elsewhere (e.g.
+        blocked writing to a slow socket) give up without waiting for its next step."""
+        ...
 
     def close(self) -> None: ...
 

@@ -185,3 +185,37 @@ async def test_compaction_removes_superseded_rows(tmp_path: pathlib.Path) -> Non
         assert contract.names(await s.list(contract.PODS)) == ["a"]
     finally:
         await s.close()
+
+
+def _modes(path: pathlib.Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mode & 0o777 for p in path.parent.iterdir() if p.name.startswith(path.name)}
+
+
+async def test_store_files_are_owner_only(tmp_path: pathlib.Path) -> None:
+    """The store and its WAL and shared-memory files hold Secrets in clear: they are created 0600."""
+    path = tmp_path / "kplane.db"
+    s = _open(path)
+    try:
+        await s.create(contract.key("a"), contract.pod("a"))
+        modes = _modes(path)
+        assert {"kplane.db", "kplane.db-wal", "kplane.db-shm"} <= modes.keys()
+        assert set(modes.values()) == {0o600}, modes
+    finally:
+        await s.close()
+
+
+async def test_existing_world_readable_store_is_narrowed(tmp_path: pathlib.Path) -> None:
+    """A store left 0644 by an older kplane is made 0600, companions included, when opened."""
+    path = tmp_path / "kplane.db"
+    s = _open(path)
+    await s.create(contract.key("a"), contract.pod("a"))
+    await s.close()
+    for name in (path, pathlib.Path(f"{path}-wal")):
+        if name.exists():
+            name.chmod(0o644)
+    s = _open(path)
+    try:
+        assert await s.get(contract.key("a"))
+        assert set(_modes(path).values()) == {0o600}, _modes(path)
+    finally:
+        await s.close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from kplane.server.storage import interface
 
@@ -26,17 +26,18 @@ class QueueWatch:
 
     Contract: events come out in the order they were pushed (backlog first), each once. ``close``
     (the consumer's call) is idempotent and ends the iteration at once; ``end`` (the producer's) ends
-    it after what is queued; ``fail`` drops what is queued and makes the iterator raise.
+    it after what is queued; ``fail`` drops what is queued, makes the iterator raise, and calls the
+    ``on_terminate`` callbacks. ``__anext__`` may be cancelled while it waits without losing an event.
     """
 
     __slots__ = (
         "_after",
         "_backlog",
-        "_cancelled",
         "_capacity",
         "_closed",
         "_error",
         "_on_close",
+        "_on_terminate",
         "_queue",
         "_waiter",
         "prefix",
@@ -59,15 +60,28 @@ class QueueWatch:
         self._capacity = capacity + len(self._queue)
         self._backlog = backlog
         self._on_close = on_close
+        self._on_terminate: list[Callable[[interface.StorageError], None]] = []
         self._waiter: asyncio.Future[None] | None = None
         self._closed = False
-        self._cancelled = False
         self._error: interface.StorageError | None = None
 
     @property
     def done(self) -> bool:
-        """True once closed or failed."""
+        """True once closed, ended or failed."""
         return self._closed
+
+    @property
+    def ready(self) -> bool:
+        """True when the next ``__anext__`` completes without waiting (an event is queued, or the
+        stream is over)."""
+        return self._backlog is None and (bool(self._queue) or self._closed)
+
+    def on_terminate(self, callback: Callable[[interface.StorageError], None]) -> None:
+        """Call ``callback(error)`` once, synchronously, if this watch fails (e.g. falls behind)."""
+        if self._error is not None:
+            callback(self._error)
+        elif not self._closed:
+            self._on_terminate.append(callback)
 
     def push(self, event: interface.Event) -> None:
         """Queue one live event; terminates the watcher if its queue is full. Never blocks."""
@@ -87,14 +101,18 @@ class QueueWatch:
             return
         self._error = error
         self._queue.clear()
+        self._backlog = None
         self._finish()
+        callbacks, self._on_terminate = self._on_terminate, []
+        for callback in callbacks:
+            callback(error)
 
     def close(self) -> None:
         """Stop the watch; the iterator ends after this. Idempotent."""
         if self._closed:
             return
-        self._cancelled = True
         self._queue.clear()
+        self._backlog = None
         self._finish()
 
     def end(self) -> None:
@@ -111,37 +129,45 @@ class QueueWatch:
         if self._on_close is not None:
             on_close, self._on_close = self._on_close, None
             on_close(self)
+        if self._error is None:
+            self._on_terminate = []
 
-    def __aiter__(self) -> AsyncIterator[interface.Event]:
-        return self._iterate()
+    def __aiter__(self) -> QueueWatch:
+        return self
 
-    async def _iterate(self) -> AsyncIterator[interface.Event]:
+    async def __anext__(self) -> interface.Event:
         if self._backlog is not None:
-            backlog, self._backlog = self._backlog, None
-            try:
-                events = await backlog()
-            except BaseException:
-                self.close()
-                raise
-            for event in events:
-                if self._error is not None:
-                    raise self._error
-                if self._cancelled:
-                    return
-                yield event
+            await self._load_backlog()
         queue = self._queue
         while True:
-            while queue:
-                yield queue.popleft()
+            if queue:
+                return queue.popleft()
             if self._error is not None:
                 raise self._error
             if self._closed:
-                return
+                raise StopAsyncIteration
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await self._waiter
             finally:
                 self._waiter = None
+
+    async def _load_backlog(self) -> None:
+        backlog = self._backlog
+        assert backlog is not None
+        try:
+            events = list(await backlog())
+        except asyncio.CancelledError:
+            raise  # ``_backlog`` is still set: the next step loads it again
+        except BaseException:
+            self.close()
+            raise
+        if self._backlog is not backlog:
+            return  # closed or failed while loading
+        self._backlog = None
+        # Live events pushed meanwhile are newer than the backlog; the backlog is not live budget.
+        self._queue.extendleft(reversed(events))
+        self._capacity += len(events)
 
 
 Listener = Callable[[interface.Event], None]

@@ -3,10 +3,16 @@
 The layout is one append-only ``log`` table whose ``rev`` is the revision, plus a ``meta`` table that
 marks the file as a kplane store and remembers the compacted revision (so the revision never goes
 backwards across restarts, even when compaction removed the newest row, a deletion).
+
+The store holds Secrets in clear, so the file and its ``-wal``/``-shm`` companions are owner-only
+(0600): the database file is created so before SQLite opens it (SQLite gives its companions the
+database file's mode), and a store created by an older kplane is narrowed when opened.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 
 from kplane.server.storage import interface
@@ -21,6 +27,8 @@ _SCHEMA = (
     "CREATE INDEX log_key_rev ON log(key, rev)",
 )
 _LOG_COLUMNS = ["rev", "key", "create_rev", "prev_rev", "deleted", "value"]
+FILE_MODE = 0o600
+COMPANIONS = ("-wal", "-shm", "-journal")
 
 
 def _not_a_store(path: str, why: str) -> interface.StorageError:
@@ -33,6 +41,8 @@ def connect(path: str, *, create: bool) -> sqlite3.Connection:
     Raises ``StorageError`` when the file is not a kplane store (another SQLite database, or not a
     database at all) or is damaged.
     """
+    if path != ":memory:":
+        make_private(path, create=create)
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
     except sqlite3.Error as e:
@@ -54,6 +64,19 @@ def connect(path: str, *, create: bool) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def make_private(path: str, *, create: bool) -> None:
+    """Make ``path`` (created empty when ``create`` and absent) and its existing SQLite companion
+    files readable and writable by their owner only."""
+    if create:
+        try:
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE))
+        except OSError as e:
+            raise interface.StorageError(f"{path}: cannot create store ({e.strerror or e})") from e
+    for name in (path, *(path + suffix for suffix in COMPANIONS)):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(name, FILE_MODE)
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
