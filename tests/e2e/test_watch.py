@@ -202,7 +202,7 @@ def test_periodic_bookmarks_when_allowed(api: Kube, ns: str) -> None:
 
 def test_no_bookmarks_unless_allowed(api: Kube, ns: str) -> None:
     """Without allowWatchBookmarks no BOOKMARK event is ever sent."""
-    with api.watch(cm_path(ns), {"resourceVersion": _rv(api, ns), "timeoutSeconds": 1.5}) as w:
+    with api.watch(cm_path(ns), {"resourceVersion": _rv(api, ns), "timeoutSeconds": 2}) as w:
         assert all(e["type"] != "BOOKMARK" for e in w.rest())
 
 
