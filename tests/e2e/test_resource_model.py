@@ -273,3 +273,48 @@ def _established(obj: dict[str, Any]) -> bool:
         c["type"] == "Established" and c["status"] == "True"
         for c in obj.get("status", {}).get("conditions", [])
     )
+
+
+# --- 3. Timestamps --------------------------------------------------------------------------------
+
+
+def test_time_and_micro_time_are_normalized(api: Kube, ns: str) -> None:
+    """Offsets and fractions are stored as Go re-encodes metav1.Time (whole seconds, UTC) and
+    MicroTime (six fractional digits, UTC)."""
+    # apimachinery pkg/apis/meta/v1 time.go MarshalJSON: t.UTC().Format(time.RFC3339);
+    # micro_time.go: t.UTC().Format(RFC3339Micro) with RFC3339Micro = "2006-01-02T15:04:05.000000Z07:00".
+    lease = api.ok(
+        "POST",
+        f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "l"},
+            "spec": {
+                "holderIdentity": "me",
+                "renewTime": "2024-05-01T10:00:00.5+02:00",
+                "acquireTime": "2024-05-01T08:00:00Z",
+            },
+        },
+    )
+    assert lease["spec"]["renewTime"] == "2024-05-01T08:00:00.500000Z"
+    assert lease["spec"]["acquireTime"] == "2024-05-01T08:00:00.000000Z"
+    event = api.ok(
+        "POST",
+        f"/api/v1/namespaces/{ns}/events",
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "e"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": ns},
+            "reason": "R",
+            "message": "m",
+            "firstTimestamp": "2024-05-01T10:00:00.75+02:00",
+            "lastTimestamp": "2024-05-01T07:59:59.999-00:30",
+            "eventTime": "2024-05-01T08:00:00.1234567Z",
+        },
+    )
+    assert event["firstTimestamp"] == "2024-05-01T08:00:00Z"
+    assert event["lastTimestamp"] == "2024-05-01T08:29:59Z"
+    assert event["eventTime"] == "2024-05-01T08:00:00.123456Z"
+    assert api.ok("GET", f"/api/v1/namespaces/{ns}/events/e")["firstTimestamp"] == "2024-05-01T08:00:00Z"

@@ -26,6 +26,8 @@ Semantics (apiextensions-apiserver for custom resources, Go decoding for built-i
 * Validation: kube-openapi's keywords and messages (``checks``). ``allOf``/``anyOf``/``oneOf``/
   ``not`` validate without pruning or defaulting. List-type duplicates are checked for custom
   resources only (built-in kinds allow e.g. repeated ``env`` names, as upstream does).
+* Timestamps: ``metav1.Time`` and ``MicroTime`` values are stored as Go re-encodes them (UTC,
+  whole seconds or six fractional digits; ``timestamps``).
 * Ratcheting: with ``old``, an error on a value equal to its correlated old value (through object
   keys and ``list-type: map`` keys; other lists only when unchanged as a whole) is dropped.
 
@@ -46,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kplane.api import errors
-from kplane.api.schema import builtin, builtin_defaults, checks, formats
+from kplane.api.schema import builtin, builtin_defaults, checks, formats, timestamps
 
 Fn = Callable[[Any, str, Any, checks.Ctx], Any]
 Hook = Callable[[dict[str, Any]], None]
@@ -55,6 +57,9 @@ Mode = Literal["Strict", "Warn", "Ignore"]
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
+_MICRO_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
+_TIMES = (_TIME, _MICRO_TIME)
 _IDX = tuple(f"[{i}]" for i in range(512))
 _NO_OLD: dict[str, Any] = {}
 
@@ -229,6 +234,8 @@ class _Compiler:
         target = self.defs.get(name)
         if name == _QUANTITY:
             fn = self._quantity()
+        elif name in _TIMES and target is not None:
+            fn = self._time(target, micro=name == _MICRO_TIME)
         elif target is None:
             fn = _keep
         else:
@@ -402,6 +409,19 @@ class _Compiler:
             return v
 
         return int_or_string
+
+    def _time(self, schema: Mapping[str, Any], *, micro: bool) -> Fn:
+        """A ``metav1.Time``/``MicroTime``: stored normalized to UTC, as Go re-encodes it."""
+        checked = self._build(schema, None)
+
+        def time(v: Any, path: str, old: Any, ctx: checks.Ctx) -> Any:
+            if type(v) is str:
+                normal = timestamps.normalize(v, micro=micro)
+                if normal is not None:
+                    return normal
+            return checked(v, path, old, ctx)
+
+        return time
 
     def _quantity(self) -> Fn:
         def quantity(v: Any, path: str, old: Any, ctx: checks.Ctx) -> Any:
