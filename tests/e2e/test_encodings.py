@@ -117,7 +117,7 @@ def test_yaml_object_list_and_error(api: Kube, ns: str) -> None:
     resp = api.get(cm_path(ns, "c1"), headers={"Accept": "application/yaml"})
     assert resp.status == 200 and resp.content_type == "application/yaml"
     assert yaml.safe_load(resp.body) == api.ok("GET", cm_path(ns, "c1"))
-    assert resp.body.startswith(b"apiVersion: v1\ndata:\n  a: '1'\n")
+    assert resp.body.startswith(b'apiVersion: v1\ndata:\n  a: "1"\n')  # go-yaml v2 quotes as kubectl prints
     listed = api.get(cm_path(ns), headers={"Accept": "application/yaml"})
     doc = yaml.safe_load(listed.body)
     assert doc["kind"] == "ConfigMapList" and {i["metadata"]["name"] for i in doc["items"]} >= {"c1", "c2"}
@@ -224,3 +224,31 @@ def test_kubectl_reads_protobuf_replies(server: Server, ns: str) -> None:
     assert "Name:         k1" in described.stdout and "x:\n----\ny" in described.stdout
     missing = server.kubectl("describe", "configmap", "nope", "-n", ns, check=False)
     assert 'configmaps "nope" not found' in missing.stderr
+
+
+@requires_kubectl
+def test_kubectl_follows_a_protobuf_watch(server: Server, api: Kube, ns: str) -> None:
+    """``kubectl run --attach`` watches its pod through client-go (protobuf frames) until it is
+    running and ready; a status change made meanwhile must be decoded for it to go on to attach."""
+    proc = server.kubectl_popen(
+        "run",
+        "w1",
+        "-n",
+        ns,
+        "--image=nginx",
+        "--restart=Never",
+        "--attach",
+        "--pod-running-timeout=20s",
+        "--v=8",
+    )
+    try:
+        poll(lambda: api.get(f"/api/v1/namespaces/{ns}/pods/w1").status == 200, timeout=15)
+        status = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+        api.patch(f"/api/v1/namespaces/{ns}/pods/w1/status", status)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert "Content-Type: application/vnd.kubernetes.protobuf;stream=watch" in err
+    assert "timed out waiting" not in err
+    # what attaching answers without a kubelet (upstream's pods/attach message)
+    assert 'pod "w1" does not have a host assigned' in err, err[-1500:]

@@ -61,8 +61,7 @@ async def list_(scope: Scope) -> web.StreamResponse:
         raise form.error
     if form.table:
         tbl = table.table(scope.record, items, include_object=form.include_object, now=scope.clock.now())
-        content_type = negotiation.TABLE_CONTENT_TYPE if form.media == negotiation.JSON else form.media
-        return web.Response(body=negotiation.encode(tbl, form.media), headers=scope.headers(content_type))
+        return web.Response(body=negotiation.encode(tbl, form.media), headers=scope.headers(form.media))
     return scope.respond_plain(
         {"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {}, "items": items}
     )

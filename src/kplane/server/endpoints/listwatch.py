@@ -67,8 +67,7 @@ async def list_(scope: Scope) -> web.StreamResponse:
             remaining=page.remaining,
             now=scope.clock.now(),
         )
-        content_type = negotiation.TABLE_CONTENT_TYPE if form.media == negotiation.JSON else form.media
-        return web.Response(body=negotiation.encode(tbl, form.media), headers={"Content-Type": content_type})
+        return web.Response(body=negotiation.encode(tbl, form.media), headers={"Content-Type": form.media})
     meta: Object = {"resourceVersion": page.resource_version}
     if page.continue_token:
         meta["continue"] = page.continue_token
@@ -124,9 +123,8 @@ async def watch(scope: Scope) -> web.StreamResponse:
     )
     as_table = scope.form.table
     as_protobuf = scope.form.media == negotiation.PROTOBUF
-    content_type = negotiation.TABLE_CONTENT_TYPE if as_table else "application/json"
-    if as_protobuf:
-        content_type = negotiation.PROTOBUF_WATCH
+    # upstream names the bare media type, Tables included (handlers/watch.go)
+    content_type = negotiation.PROTOBUF_WATCH if as_protobuf else negotiation.JSON
     resp = web.StreamResponse(headers={"Content-Type": content_type})
     resp.enable_chunked_encoding()
     await resp.prepare(scope.request)

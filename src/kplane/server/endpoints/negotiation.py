@@ -35,7 +35,6 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
-TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
 
 def media_type(content_type: str | None) -> str:
@@ -296,15 +295,32 @@ def response_form(
     return ResponseForm(True, inc, media)  # type: ignore[arg-type]
 
 
-try:
-    _Dumper: Any = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover - libyaml missing
-    _Dumper = yaml.SafeDumper
+_SafeDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _GoYamlDumper(_SafeDumper):  # type: ignore[misc]
+    """go-yaml v2's choices of string style, which sigs.k8s.io/yaml uses: a string with a newline
+    is a literal block, one that would read back as another type (``"1"``, ``"true"``, ``""``) is
+    double-quoted; the emitter decides the rest, as libyaml's does for both."""
+
+
+def _represent_str(dumper: Any, value: str) -> Any:
+    style = None
+    if "\n" in value:
+        style = "|"
+    elif dumper.resolve(yaml.ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str":
+        style = '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_GoYamlDumper.add_representer(str, _represent_str)
 
 
 def dumps_yaml(obj: Any) -> bytes:
     """YAML as upstream writes it (JSON → sigs.k8s.io/yaml): keys sorted, block style, two spaces."""
-    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True)
+    text: str = yaml.dump(
+        obj, Dumper=_GoYamlDumper, sort_keys=True, default_flow_style=False, allow_unicode=True
+    )
     return text.encode()
 
 

@@ -127,8 +127,7 @@ class Scope:
                 self.record, [obj], include_object=self.form.include_object, now=self.clock.now()
             )
             body = negotiation.encode(tbl, form.media)
-            content_type = negotiation.TABLE_CONTENT_TYPE if form.media == negotiation.JSON else form.media
-            return web.Response(body=body, status=status, headers=self.headers(content_type))
+            return web.Response(body=body, status=status, headers=self.headers(form.media))
         return self.respond_plain(obj, status)
 
     def respond_plain(self, obj: Object, status: int = 200) -> web.Response:
