@@ -62,7 +62,9 @@ class Config:
     are set. Authentication, in order of precedence: ``token_file`` (re-read periodically; falls
     back to ``token`` while unreadable), ``token``, ``exec_provider``, ``username``/``password``.
     ``qps``/``burst`` are client-go's client-side token bucket; ``qps <= 0`` (the default) disables it.
-    ``timeout`` is a per-request timeout in seconds (``None``: none).
+    ``timeout`` is a per-request timeout in seconds (``None``: none). ``proxy_url`` (the kubeconfig's
+    ``proxy-url``) sends every request through that HTTP(S) proxy (CONNECT for https servers);
+    other schemes (``socks5://``) are refused with ``ConfigError``.
     """
 
     host: str
@@ -95,6 +97,13 @@ class Config:
             object.__setattr__(self, "host", "https://" + self.host)
         if self.insecure and (self.ca_data or self.ca_file):
             raise ConfigError("specifying a root certificates file with the insecure flag is not allowed")
+        scheme = self.proxy_url.partition("://")[0].lower() if "://" in self.proxy_url else ""
+        if self.proxy_url and scheme not in ("http", "https"):
+            # client-go also dials socks5; aiohttp cannot, and a silently ignored proxy would send
+            # the requests straight to the server instead.
+            raise ConfigError(
+                f"proxy-url {self.proxy_url!r}: only http:// and https:// proxies are supported"
+            )
 
     # Construction.
 

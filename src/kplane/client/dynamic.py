@@ -10,13 +10,16 @@ look like: ``JSONCodec`` (here) gives dicts, ``kplane.client.typed`` gives msgsp
 share every request path, so the typed client is this client with a different codec, not a twin.
 
 Namespaces: a per-call ``namespace`` wins, then the one bound by ``resource(..., namespace=)``,
-then (for create/update) the object's ``metadata.namespace``. Without any, list and watch span all
-namespaces and single-object verbs raise ``ValueError``. Cluster-scoped resources ignore namespaces.
+then (for create/update) the object's ``metadata.namespace``, then the kubeconfig context's
+(``Config.namespace``), as kubectl does. ``namespace=ALL`` (``kplane.client.options``) makes list,
+watch and delete_collection span every namespace. Cluster-scoped resources ignore namespaces.
+What to list or watch is one ``ListOptions`` value.
 """
 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -24,6 +27,7 @@ import orjson
 
 from kplane.api import errors
 from kplane.client import mapper as mapper_mod
+from kplane.client import options as options_mod
 from kplane.client import resource as resource_mod
 from kplane.client import rest
 
@@ -41,6 +45,8 @@ PropagationPolicy = Literal["Orphan", "Background", "Foreground"]
 
 Resource = resource_mod.Resource
 ResourceRef = resource_mod.ResourceRef
+ListOptions = options_mod.ListOptions
+_EVERYTHING = ListOptions()
 
 ObjT = TypeVar("ObjT")
 ListT = TypeVar("ListT")
@@ -152,7 +158,7 @@ class ResourceClient(Generic[ObjT, ListT, EventT]):
         ref: ResourceRef,
         codec: Codec[ObjT, ListT, EventT],
         *,
-        namespace: str | None = None,
+        namespace: options_mod.Namespace = None,
         mapper: mapper_mod.RESTMapper | None = None,
     ) -> None:
         if not isinstance(ref, Resource) and mapper is None:
@@ -172,15 +178,27 @@ class ResourceClient(Generic[ObjT, ListT, EventT]):
         return self._resource
 
     async def _path(
-        self, namespace: str | None, name: str = "", subresource: str = "", *, obj_ns: str = "", one: bool
+        self,
+        namespace: options_mod.Namespace,
+        name: str = "",
+        subresource: str = "",
+        *,
+        obj_ns: str = "",
+        one: bool,
     ) -> tuple[Resource, str]:
         res = await self.resource()
-        ns = namespace or self.namespace or obj_ns or None
-        if res.namespaced and one and not ns:
-            raise ValueError(f"a namespace is required for namespaced resource {res.plural}")
+        if not res.namespaced:
+            return res, res.path(None, name, subresource)
+        chosen = namespace or self.namespace or obj_ns or self.rest.config.namespace
         if one and not name:
             raise ValueError("a resource name is required")
-        return res, res.path(ns, name, subresource)
+        if chosen is options_mod.ALL:
+            if one:
+                raise ValueError(f"namespace=ALL addresses a collection, not one {res.kind}")
+            return res, res.path(None, name, subresource)
+        if not chosen:
+            raise ValueError(f"a namespace is required for namespaced resource {res.plural}")
+        return res, res.path(chosen, name, subresource)
 
     # Reads.
 
@@ -190,91 +208,64 @@ class ResourceClient(Generic[ObjT, ListT, EventT]):
         return self.codec.decode(await self.rest.request_raw("GET", path))
 
     async def list(
-        self,
-        *,
-        namespace: str | None = None,
-        label_selector: str = "",
-        field_selector: str = "",
-        limit: int = 0,
-        continue_token: str = "",
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-        timeout_seconds: int | None = None,
+        self, options: ListOptions | None = None, *, namespace: options_mod.Namespace = None
     ) -> ListT:
         """One page of the collection exactly as the server sent it (follow ``metadata.continue``)."""
         _, path = await self._path(namespace, one=False)
-        query: dict[str, str | int] = {}
-        if label_selector:
-            query["labelSelector"] = label_selector
-        if field_selector:
-            query["fieldSelector"] = field_selector
-        if limit:
-            query["limit"] = limit
-        if continue_token:
-            query["continue"] = continue_token
-        if resource_version is not None:
-            query["resourceVersion"] = resource_version
-        if resource_version_match is not None:
-            query["resourceVersionMatch"] = resource_version_match
-        if timeout_seconds is not None:
-            query["timeoutSeconds"] = timeout_seconds
+        query = (options or _EVERYTHING).query()
         return self.codec.decode_list(await self.rest.request_raw("GET", path, query=query))
 
+    async def pages(
+        self, options: ListOptions | None = None, *, namespace: options_mod.Namespace = None
+    ) -> AsyncIterator[builtins.list[ObjT]]:
+        """``async for items in pages():`` each page's items, following ``continue`` tokens.
+
+        Pages hold ``options.limit`` items (default 500, client-go's pager); items carry
+        ``apiVersion`` and ``kind``. A continue token that expires between pages raises
+        ``errors.Gone`` (``list_all`` recovers from that by listing again in one request).
+        """
+        opts = options or _EVERYTHING
+        if not opts.limit:
+            opts = dataclasses.replace(opts, limit=options_mod.DEFAULT_PAGE_SIZE)
+        res = await self.resource()
+        while True:
+            chunk, _, token = self.codec.list_parts(await self.list(opts, namespace=namespace), res)
+            yield chunk
+            if not token:
+                return
+            opts = dataclasses.replace(opts, continue_token=token, resource_version=None)
+
     async def list_all(
-        self,
-        *,
-        namespace: str | None = None,
-        label_selector: str = "",
-        field_selector: str = "",
-        page_size: int = 500,
-        resource_version: str | None = None,
+        self, options: ListOptions | None = None, *, namespace: options_mod.Namespace = None
     ) -> tuple[builtins.list[ObjT], str]:
         """Every item, following ``continue`` tokens, and the resourceVersion of the list.
 
-        Pages of ``page_size`` (client-go's pager default, 500). If a continue token expires (410)
-        mid-way, the whole list is fetched again in one unpaged request, as client-go's pager does.
-        Items carry ``apiVersion`` and ``kind``.
+        Pages as ``pages``. If a continue token expires (410) mid-way, the whole list is fetched
+        again in one unpaged request, as client-go's pager does.
         """
+        opts = options or _EVERYTHING
+        if not opts.limit:
+            opts = dataclasses.replace(opts, limit=options_mod.DEFAULT_PAGE_SIZE)
         res = await self.resource()
         items: builtins.list[ObjT] = []
         token = ""
         while True:
             try:
-                page = await self.list(
-                    namespace=namespace,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                    limit=page_size,
-                    continue_token=token,
-                    resource_version=None if token else resource_version,
-                )
+                page = await self.list(opts, namespace=namespace)
             except errors.Gone:
                 if not token:
                     raise
-                page = await self.list(
-                    namespace=namespace,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                    resource_version=resource_version,
-                )
-                full, rv, _ = self.codec.list_parts(page, res)
+                unpaged = dataclasses.replace(opts, limit=0, continue_token="")
+                full, rv, _ = self.codec.list_parts(await self.list(unpaged, namespace=namespace), res)
                 return full, rv
             chunk, rv, token = self.codec.list_parts(page, res)
             items.extend(chunk)
             if not token:
                 return items, rv
+            opts = dataclasses.replace(opts, continue_token=token, resource_version=None)
 
     async def watch(
-        self,
-        *,
-        namespace: str | None = None,
-        resource_version: str | None = None,
-        label_selector: str = "",
-        field_selector: str = "",
-        allow_bookmarks: bool = True,
-        timeout_seconds: int | None = None,
-        send_initial_events: bool | None = None,
-        resource_version_match: str | None = None,
+        self, options: ListOptions | None = None, *, namespace: options_mod.Namespace = None
     ) -> AsyncIterator[EventT]:
         """The server's watch events, as sent (``ERROR`` and ``BOOKMARK`` included), until it ends.
 
@@ -282,21 +273,7 @@ class ResourceClient(Generic[ObjT, ListT, EventT]):
         arrives as an ``ERROR`` event (upstream sends it in-stream once the watch has started).
         """
         _, path = await self._path(namespace, one=False)
-        query: dict[str, str | int | bool] = {"watch": True}
-        if allow_bookmarks:
-            query["allowWatchBookmarks"] = True
-        if resource_version is not None:
-            query["resourceVersion"] = resource_version
-        if resource_version_match is not None:
-            query["resourceVersionMatch"] = resource_version_match
-        if label_selector:
-            query["labelSelector"] = label_selector
-        if field_selector:
-            query["fieldSelector"] = field_selector
-        if timeout_seconds is not None:
-            query["timeoutSeconds"] = timeout_seconds
-        if send_initial_events is not None:
-            query["sendInitialEvents"] = send_initial_events
+        query = (options or _EVERYTHING).query(watch=True)
         async for line in self.rest.stream("GET", path, query=query):
             yield self.codec.decode_event(line)
 
@@ -399,27 +376,22 @@ class ResourceClient(Generic[ObjT, ListT, EventT]):
 
     async def delete_collection(
         self,
+        options: ListOptions | None = None,
         *,
-        namespace: str | None = None,
-        label_selector: str = "",
-        field_selector: str = "",
+        namespace: options_mod.Namespace = None,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        """Delete every matching object; returns the server's reply (a Status or the deleted list)."""
+        """Delete every object ``options`` selects; returns the server's reply (a Status or the list)."""
         _, path = await self._path(namespace, one=False)
-        query: dict[str, str] = {}
-        if label_selector:
-            query["labelSelector"] = label_selector
-        if field_selector:
-            query["fieldSelector"] = field_selector
         body = _delete_options(
             propagation_policy=propagation_policy,
             grace_period_seconds=grace_period_seconds,
             preconditions=None,
             dry_run=dry_run,
         )
+        query = (options or _EVERYTHING).query()
         out: dict[str, Any] = await self.rest.request("DELETE", path, query=query, body=body) or {}
         return out
 
@@ -435,6 +407,6 @@ class DynamicClient:
         self.mapper = mapper
         self._codec = JSONCodec()
 
-    def resource(self, ref: ResourceRef, namespace: str | None = None) -> DynamicResourceClient:
+    def resource(self, ref: ResourceRef, namespace: options_mod.Namespace = None) -> DynamicResourceClient:
         """A client for ``ref`` bound to ``namespace`` (see the module docstring for namespaces)."""
         return ResourceClient(self.rest, ref, self._codec, namespace=namespace, mapper=self.mapper)

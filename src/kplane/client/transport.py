@@ -3,8 +3,8 @@
 Each piece is small and separately testable; ``kplane.client.rest`` composes them into requests.
 
 * ``new_session`` builds one ``aiohttp.ClientSession`` per client: a keep-alive pool of up to
-  ``POOL_LIMIT`` connections, TLS from ``Config.ssl_context()`` (client certificate included), and
-  the configured ``tls_server_name`` checked instead of the URL's host.
+  ``POOL_LIMIT`` connections, TLS from ``Config.ssl_context()`` (client certificate included), the
+  configured ``tls_server_name`` checked instead of the URL's host, and ``proxy_url`` if set.
 * ``TokenBucket`` is client-go's ``flowcontrol`` token bucket: ``qps`` tokens a second, up to
   ``burst`` saved; a request waits for a token, on the injected clock.
 * ``parse_warnings`` reads RFC 7234 ``Warning`` headers (``299 - "text"``, possibly several per
@@ -35,7 +35,7 @@ SessionFactory = Callable[[], Awaitable[aiohttp.ClientSession]]
 
 
 async def new_session(config: config_mod.Config) -> aiohttp.ClientSession:
-    """A pooled session for ``config``: TLS, client certificate, proxy-free, no session-level timeout.
+    """A pooled session for ``config``: TLS, client certificate, its proxy, no session-level timeout.
 
     Authentication headers are not baked in (they rotate); the caller adds them per request.
     """
@@ -51,6 +51,7 @@ async def new_session(config: config_mod.Config) -> aiohttp.ClientSession:
         headers={"User-Agent": config.user_agent},
         skip_auto_headers=("Content-Type",),
         auto_decompress=True,
+        proxy=config.proxy_url or None,
     )
 
 

@@ -28,6 +28,7 @@ from kplane.api import builtin, errors
 from kplane.api.gvk import GroupVersionKind
 from kplane.client import config as config_mod
 from kplane.client import discovery, dynamic, mapper, rest, transport
+from kplane.client import options as options_mod
 from kplane.client.models import _base, meta_v1
 
 M = TypeVar("M", bound=_base.Model)
@@ -124,7 +125,7 @@ class TypedClient:
         self.mapper = mapper
         self._codecs: dict[type[Any], Any] = {}
 
-    def resource(self, model: type[M], namespace: str | None = None) -> TypedResourceClient[M]:
+    def resource(self, model: type[M], namespace: options_mod.Namespace = None) -> TypedResourceClient[M]:
         """A client for the resource that serves ``model``, bound to ``namespace``."""
         codec: StructCodec[M] | None = self._codecs.get(model)
         if codec is None:
@@ -158,14 +159,14 @@ class Client:
         self.typed = TypedClient(self.rest, self.mapper)
 
     @overload
-    def resource(self, ref: type[M], namespace: str | None = None) -> TypedResourceClient[M]: ...
+    def resource(self, ref: type[M], namespace: options_mod.Namespace = None) -> TypedResourceClient[M]: ...
 
     @overload
     def resource(
-        self, ref: dynamic.ResourceRef, namespace: str | None = None
+        self, ref: dynamic.ResourceRef, namespace: options_mod.Namespace = None
     ) -> dynamic.DynamicResourceClient: ...
 
-    def resource(self, ref: Any, namespace: str | None = None) -> Any:
+    def resource(self, ref: Any, namespace: options_mod.Namespace = None) -> Any:
         """A typed client for a model class, else a dynamic one for a ``Resource`` or a name."""
         if isinstance(ref, type) and issubclass(ref, _base.Model):
             return self.typed.resource(ref, namespace)

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from kplane._util import backoff as backoff_mod
 from kplane._util import clock as clock_mod
 from kplane.api import errors
+from kplane.client import options as options_mod
 
 log = logging.getLogger(__name__)
 
@@ -124,29 +125,15 @@ class ListerWatcher(Protocol):
 
     ``list`` returns ONE page of the raw List JSON; ``watch`` returns the raw events
     (``{"type", "object"}`` dicts, including ERROR and BOOKMARK) and ends when the server ends the
-    stream. Non-2xx answers raise ``kplane.api.errors`` exceptions.
+    stream. Non-2xx answers raise ``kplane.api.errors`` exceptions. Selectors are the
+    ListerWatcher's own: callers set only versions, paging and watch parameters in ``options``.
     """
 
-    async def list(
-        self,
-        *,
-        limit: int = 0,
-        continue_token: str = "",
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> Object:
+    async def list(self, options: options_mod.ListOptions) -> Object:
         """One page of the List."""
         ...
 
-    def watch(
-        self,
-        *,
-        resource_version: str | None = None,
-        allow_bookmarks: bool = True,
-        timeout_seconds: int | None = None,
-        send_initial_events: bool | None = None,
-        resource_version_match: str | None = None,
-    ) -> AsyncIterator[Object]:
+    def watch(self, options: options_mod.ListOptions) -> AsyncIterator[Object]:
         """The raw event stream of one watch request."""
         ...
 
@@ -155,80 +142,35 @@ class ResourceListWatch(Protocol):
     """The list and watch verbs of a ``kplane.client.dynamic.ResourceClient``."""
 
     async def list(
-        self,
-        *,
-        namespace: str | None = None,
-        label_selector: str = "",
-        field_selector: str = "",
-        limit: int = 0,
-        continue_token: str = "",
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
+        self, options: options_mod.ListOptions | None = None, *, namespace: options_mod.Namespace = None
     ) -> Object: ...
 
     def watch(
-        self,
-        *,
-        namespace: str | None = None,
-        resource_version: str | None = None,
-        label_selector: str = "",
-        field_selector: str = "",
-        allow_bookmarks: bool = True,
-        timeout_seconds: int | None = None,
-        send_initial_events: bool | None = None,
-        resource_version_match: str | None = None,
+        self, options: options_mod.ListOptions | None = None, *, namespace: options_mod.Namespace = None
     ) -> AsyncIterator[Object]: ...
+
+
+_NO_SELECTOR = options_mod.ListOptions()
 
 
 @dataclasses.dataclass(frozen=True)
 class ListWatch:
     """A ``ListerWatcher`` over a resource client, restricted to a namespace and selectors.
 
-    ``namespace=None`` means the client's default (all namespaces unless the client has one).
+    ``namespace=None`` means the client's default (its bound namespace, else the kubeconfig
+    context's); ``ALL`` spans every namespace. ``selector`` supplies the label and field selectors
+    of every request.
     """
 
     client: ResourceListWatch
-    namespace: str | None = None
-    label_selector: str = ""
-    field_selector: str = ""
+    namespace: options_mod.Namespace = None
+    selector: options_mod.ListOptions = _NO_SELECTOR
 
-    async def list(
-        self,
-        *,
-        limit: int = 0,
-        continue_token: str = "",
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> Object:
-        return await self.client.list(
-            namespace=self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            limit=limit,
-            continue_token=continue_token,
-            resource_version=resource_version,
-            resource_version_match=resource_version_match,
-        )
+    async def list(self, options: options_mod.ListOptions) -> Object:
+        return await self.client.list(options.selecting(self.selector), namespace=self.namespace)
 
-    def watch(
-        self,
-        *,
-        resource_version: str | None = None,
-        allow_bookmarks: bool = True,
-        timeout_seconds: int | None = None,
-        send_initial_events: bool | None = None,
-        resource_version_match: str | None = None,
-    ) -> AsyncIterator[Object]:
-        return self.client.watch(
-            namespace=self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            resource_version=resource_version,
-            allow_bookmarks=allow_bookmarks,
-            timeout_seconds=timeout_seconds,
-            send_initial_events=send_initial_events,
-            resource_version_match=resource_version_match,
-        )
+    def watch(self, options: options_mod.ListOptions) -> AsyncIterator[Object]:
+        return self.client.watch(options.selecting(self.selector), namespace=self.namespace)
 
 
 class RetryWatcher:
@@ -282,9 +224,9 @@ class RetryWatcher:
             try:
                 if stream is None:
                     stream = self._lw.watch(
-                        resource_version=self._rv,
-                        allow_bookmarks=True,
-                        timeout_seconds=random_watch_timeout(self._rand),
+                        options_mod.ListOptions(
+                            resource_version=self._rv, timeout_seconds=random_watch_timeout(self._rand)
+                        )
                     )
                 async for raw in stream:
                     event = decode(raw)

@@ -21,6 +21,7 @@ from typing import Any
 from kplane._util import clock as clock_mod
 from kplane.api import gvk as gvk_mod
 from kplane.client import dynamic
+from kplane.client import options as options_mod
 from kplane.client import watch as watch_mod
 from kplane.informers import informer as informer_mod
 from kplane.informers import listers as listers_mod
@@ -66,7 +67,7 @@ class SharedInformerFactory:
         self, ref: dynamic.ResourceRef, *, resync_period: float | None = None
     ) -> informer_mod.SharedIndexInformer[Any]:
         """The shared informer of ``ref``, created on first request (``resync_period`` applies then)."""
-        rc = self._client.resource(ref, self._opts.namespace)
+        rc = self._client.resource(ref, self._opts.namespace or options_mod.ALL)
         resource = await rc.resource()
         async with self._lock:
             existing = self._informers.get(resource)
@@ -79,9 +80,10 @@ class SharedInformerFactory:
                 transform = reflector_mod.strip_managed_fields
             lw = watch_mod.ListWatch(
                 rc,
-                namespace=self._opts.namespace,
-                label_selector=self._opts.label_selector,
-                field_selector=self._opts.field_selector,
+                namespace=self._opts.namespace or options_mod.ALL,
+                selector=options_mod.ListOptions(
+                    label_selector=self._opts.label_selector, field_selector=self._opts.field_selector
+                ),
             )
             inf: informer_mod.SharedIndexInformer[Any] = informer_mod.SharedIndexInformer(
                 lw,

@@ -41,6 +41,7 @@ from typing import Any, Protocol
 from kplane._util import backoff as backoff_mod
 from kplane._util import clock as clock_mod
 from kplane.api import errors
+from kplane.client import options as options_mod
 from kplane.client import watch as watch_mod
 from kplane.informers import store as store_mod
 
@@ -198,7 +199,7 @@ class Reflector:
         else:
             rv_wanted = self._last_rv or "0"
             try:
-                page = await self._lw.list(resource_version=rv_wanted)
+                page = await self._lw.list(options_mod.ListOptions(resource_version=rv_wanted))
             except errors.Gone:
                 self._rv_unavailable = True
                 items, rv = await self._consistent_list()
@@ -212,14 +213,14 @@ class Reflector:
         self._replace(items, rv)
 
     async def _consistent_list(self) -> tuple[builtins.list[Object], str]:
-        page = await self._lw.list(resource_version="", limit=self._opts.page_size)
+        page = await self._lw.list(options_mod.ListOptions(resource_version="", limit=self._opts.page_size))
         items, rv = _items(page), _list_rv(page)
         token = (page.get("metadata") or {}).get("continue")
         if token:
             try:
                 more, rv = await self._pages(token, rv)
             except errors.Gone:  # the continue token expired: one unpaged consistent read instead
-                page = await self._lw.list(resource_version="")
+                page = await self._lw.list(options_mod.ListOptions(resource_version=""))
                 return _items(page), _list_rv(page)
             items.extend(more)
         return items, rv
@@ -227,7 +228,9 @@ class Reflector:
     async def _pages(self, token: str, rv: str) -> tuple[builtins.list[Object], str]:
         items: builtins.list[Object] = []
         while token:
-            page = await self._lw.list(limit=self._opts.page_size, continue_token=token)
+            page = await self._lw.list(
+                options_mod.ListOptions(limit=self._opts.page_size, continue_token=token)
+            )
             items.extend(_items(page))
             rv = _list_rv(page) or rv
             token = (page.get("metadata") or {}).get("continue") or ""
@@ -237,11 +240,12 @@ class Reflector:
         """Sync through a WatchList stream; return it for further events, or None to LIST instead."""
         rv = "" if self._rv_unavailable else self._last_rv
         stream = self._lw.watch(
-            resource_version=rv,
-            allow_bookmarks=True,
-            timeout_seconds=watch_mod.random_watch_timeout(self._rand),
-            send_initial_events=True,
-            resource_version_match="NotOlderThan",
+            options_mod.ListOptions(
+                resource_version=rv,
+                timeout_seconds=watch_mod.random_watch_timeout(self._rand),
+                send_initial_events=True,
+                resource_version_match="NotOlderThan",
+            )
         )
         items: dict[str, Any] = {}
         try:

@@ -196,10 +196,10 @@ def test_proxy_url_and_tls_server_name(tmp_path: pathlib.Path) -> None:
     path = _kubeconfig(
         tmp_path,
         {"token": "t"},
-        cluster={"proxy-url": "socks5://p:1080", "tls-server-name": "kubernetes"},
+        cluster={"proxy-url": "http://p:3128", "tls-server-name": "kubernetes"},
     )
     cfg = config.Config.from_kubeconfig(path)
-    assert (cfg.proxy_url, cfg.tls_server_name) == ("socks5://p:1080", "kubernetes")
+    assert (cfg.proxy_url, cfg.tls_server_name) == ("http://p:3128", "kubernetes")
 
 
 def test_insecure_with_ca_is_refused(pki: PKI) -> None:

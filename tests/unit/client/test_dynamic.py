@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
 
 from kplane.api import errors
-from kplane.client import dynamic, typed
+from kplane.client import ALL, Config, dynamic, typed
+from kplane.client.options import ListOptions
 
 CM = dynamic.Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 DEPLOY = dynamic.Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
@@ -60,10 +62,26 @@ async def test_create_get_update_and_stale_update_conflicts(client: typed.Client
     )
 
 
-async def test_namespace_required_for_single_object_verbs(client: typed.Client) -> None:
-    """Without any namespace a namespaced get raises ValueError before any request."""
-    with pytest.raises(ValueError, match="namespace is required"):
-        await client.resource(CM).get("x")
+async def test_no_namespace_means_the_context_namespace(client: typed.Client, namespace: str) -> None:
+    """Without a namespace, verbs use the kubeconfig context's (as kubectl); ALL is explicit."""
+    assert client.config.namespace == "default"
+    await client.resource(CM, "default").create(cm("in-default"))
+    await client.resource(CM, namespace).create(cm("elsewhere"))
+    unbound = client.resource(CM)
+    assert (await unbound.get("in-default"))["metadata"]["namespace"] == "default"
+    here = {o["metadata"]["name"] for o in (await unbound.list())["items"]}
+    everywhere = {o["metadata"]["name"] for o in (await unbound.list(namespace=ALL))["items"]}
+    assert "in-default" in here and "elsewhere" not in here
+    assert {"in-default", "elsewhere"} <= everywhere
+    with pytest.raises(ValueError, match="namespace=ALL addresses a collection"):
+        await unbound.get("in-default", namespace=ALL)
+
+
+async def test_namespace_required_without_any_default(config: Config) -> None:
+    """With no namespace anywhere (not even the context's) a namespaced get raises ValueError."""
+    async with typed.Client(dataclasses.replace(config, namespace="")) as c:
+        with pytest.raises(ValueError, match="namespace is required"):
+            await c.resource(CM).get("x")
 
 
 async def test_object_namespace_used_for_create(client: typed.Client, namespace: str) -> None:
@@ -156,9 +174,9 @@ async def test_list_paging_and_list_all(client: typed.Client, namespace: str) ->
     cms = client.resource(CM, namespace=namespace)
     for i in range(5):
         await cms.create(cm(f"item-{i}"))
-    page = await cms.list(limit=2, label_selector="t=dyn")
+    page = await cms.list(ListOptions(limit=2, label_selector="t=dyn"))
     assert len(page["items"]) == 2 and page["metadata"]["continue"]
-    items, rv = await cms.list_all(page_size=2, label_selector="t=dyn")
+    items, rv = await cms.list_all(ListOptions(limit=2, label_selector="t=dyn"))
     assert sorted(i["metadata"]["name"] for i in items) == [f"item-{i}" for i in range(5)]
     assert rv and all(i["kind"] == "ConfigMap" and i["apiVersion"] == "v1" for i in items)
 
@@ -170,7 +188,7 @@ async def test_delete_collection_by_label(client: typed.Client, namespace: str) 
     keep = cm("kept")
     keep["metadata"]["labels"] = {"t": "keep"}
     await cms.create(keep)
-    await cms.delete_collection(label_selector="t=dyn")
+    await cms.delete_collection(ListOptions(label_selector="t=dyn"))
     items, _ = await cms.list_all()
     assert [i["metadata"]["name"] for i in items if i["metadata"]["name"] != "kube-root-ca.crt"] == ["kept"]
 
@@ -182,7 +200,7 @@ async def test_watch_sees_changes(client: typed.Client, namespace: str) -> None:
     events: list[tuple[str, str]] = []
 
     async def consume() -> None:
-        async for ev in cms.watch(resource_version=rv, timeout_seconds=5, allow_bookmarks=False):
+        async for ev in cms.watch(ListOptions(resource_version=rv, timeout_seconds=5, allow_bookmarks=False)):
             events.append((ev["type"], ev["object"]["metadata"]["name"]))
             if ev["type"] == "DELETED":
                 return
@@ -216,3 +234,20 @@ async def test_resolves_names_through_mapper(client: typed.Client, namespace: st
     await cms.create(cm("via-short"))
     assert (await cms.resource()) == CM
     assert (await cms.get("via-short"))["metadata"]["name"] == "via-short"
+
+
+async def test_pages_iterate_with_async_for(client: typed.Client, namespace: str) -> None:
+    """``pages`` yields each page's items, following continue tokens, in the server's order."""
+    cms = client.resource(CM, namespace)
+    for i in range(5):
+        obj = cm(f"p{i}")
+        obj["metadata"]["labels"] = {"t": "pages"}
+        await cms.create(obj)
+    sizes: list[int] = []
+    names: list[str] = []
+    async for items in cms.pages(ListOptions(limit=2, label_selector="t=pages")):
+        sizes.append(len(items))
+        names += [o["metadata"]["name"] for o in items]
+        assert all(o["kind"] == "ConfigMap" for o in items)
+    assert sizes == [2, 2, 1]
+    assert names == [f"p{i}" for i in range(5)]

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from kplane._util import clock as clock_mod
 from kplane.api import errors
-from kplane.client import Config, rest, transport
+from kplane.client import Config, ConfigError, rest, transport
 
 Start = Callable[[Callable[[web.Request], Awaitable[web.StreamResponse]]], Awaitable[str]]
 
@@ -270,3 +270,27 @@ async def test_token_bucket_waits_after_burst() -> None:
     await asyncio.sleep(0)
     await asyncio.sleep(0)
     assert third.done()
+
+
+async def test_requests_go_through_the_configured_proxy(start: Start) -> None:
+    """``proxy_url`` is honoured: the proxy receives the request in absolute form for the real host."""
+    seen: list[str] = []
+
+    async def proxy(request: web.Request) -> web.StreamResponse:
+        seen.append(str(request.url))
+        return web.json_response({"kind": "Namespace", "metadata": {"name": "default"}})
+
+    proxy_url = await start(proxy)
+    # The server's name does not resolve: only a request sent to the proxy can succeed.
+    cfg = Config(host="http://kplane.invalid:6443", proxy_url=proxy_url)
+    async with rest.RESTClient(cfg) as rc:
+        body = await rc.request("GET", "/api/v1/namespaces/default")
+    assert body["metadata"]["name"] == "default"
+    assert seen == ["http://kplane.invalid:6443/api/v1/namespaces/default"]
+
+
+@pytest.mark.parametrize("url", ["socks5://127.0.0.1:1080", "127.0.0.1:3128"])
+def test_a_proxy_it_cannot_use_is_refused(url: str) -> None:
+    """A proxy scheme aiohttp cannot speak is refused at construction, never silently dropped."""
+    with pytest.raises(ConfigError, match="only http:// and https:// proxies are supported"):
+        Config(host="https://h", proxy_url=url)

@@ -9,6 +9,7 @@ import pytest
 from kplane.api import errors
 from kplane.client import Config, sync
 from kplane.client.models import core_v1, meta_v1
+from kplane.client.options import ListOptions
 
 
 def test_sync_verbs_errors_and_watch(config: Config, name: str) -> None:
@@ -23,7 +24,7 @@ def test_sync_verbs_errors_and_watch(config: Config, name: str) -> None:
             cms.get("absent")
         items, _rv = cms.list_all()
         assert "s" in [i["metadata"]["name"] for i in items]
-        events = cms.watch(resource_version="0", timeout_seconds=1)
+        events = cms.watch(ListOptions(resource_version="0", timeout_seconds=1))
         first = next(iter(events))
         assert first["type"] in {"ADDED", "BOOKMARK"}
         events.close()

@@ -13,6 +13,7 @@ from kplane.api import errors
 from kplane.api.gvk import GroupVersionKind
 from kplane.client import _modelgen, typed
 from kplane.client.models import apps_v1, core_v1, meta_v1
+from kplane.client.options import ListOptions
 
 
 def make_deployment(name: str) -> apps_v1.Deployment:
@@ -107,7 +108,7 @@ async def test_typed_watch(client: typed.Client, namespace: str) -> None:
     seen: list[typed.WatchEvent[core_v1.ConfigMap]] = []
 
     async def consume() -> None:
-        async for ev in cms.watch(resource_version=rv, timeout_seconds=5, allow_bookmarks=False):
+        async for ev in cms.watch(ListOptions(resource_version=rv, timeout_seconds=5, allow_bookmarks=False)):
             if ev.object.metadata and ev.object.metadata.name == "w":
                 seen.append(ev)
                 return

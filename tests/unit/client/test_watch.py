@@ -13,6 +13,7 @@ from kplane._util import clock as clock_mod
 from kplane.api import errors
 from kplane.client import dynamic, rest
 from kplane.client import watch as watch_mod
+from kplane.client.options import ListOptions
 from kplane.testing import AutoAdvancingClock, ControlPlane, DropWatches, FaultPlan, eventually
 from tests.unit.informers import _fake, _live
 
@@ -38,14 +39,14 @@ class Failing:
         self.inner = inner
         self.failures = failures
 
-    async def list(self, **kw: Any) -> dict[str, Any]:
-        return await self.inner.list(**kw)
+    async def list(self, options: ListOptions) -> dict[str, Any]:
+        return await self.inner.list(options)
 
-    def watch(self, **kw: Any) -> AsyncIterator[dict[str, Any]]:
+    def watch(self, options: ListOptions) -> AsyncIterator[dict[str, Any]]:
         if self.failures > 0:
             self.failures -= 1
             raise ConnectionRefusedError("down")
-        return self.inner.watch(**kw)
+        return self.inner.watch(options)
 
 
 class RecordingClock(clock_mod.FakeClock):
@@ -78,10 +79,10 @@ async def test_very_short_empty_watch_counts_as_an_error() -> None:
     class Empty:
         calls = 0
 
-        async def list(self, **kw: Any) -> dict[str, Any]:
+        async def list(self, options: ListOptions) -> dict[str, Any]:
             return {}
 
-        async def watch(self, **kw: Any) -> AsyncIterator[dict[str, Any]]:
+        async def watch(self, options: ListOptions) -> AsyncIterator[dict[str, Any]]:
             Empty.calls += 1
             return
             yield {}

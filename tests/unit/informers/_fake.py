@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+from kplane.client.options import ListOptions
+
 Object = dict[str, Any]
 
 
@@ -63,14 +65,8 @@ class FakeListerWatcher:
 
     # ListerWatcher.
 
-    async def list(
-        self,
-        *,
-        limit: int = 0,
-        continue_token: str = "",
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> Object:
+    async def list(self, options: ListOptions) -> Object:
+        resource_version = options.resource_version
         self.lists.append(resource_version)
         return {
             "kind": "ConfigMapList",
@@ -79,15 +75,8 @@ class FakeListerWatcher:
             "items": [dict(o) for o in self.objects.values()],
         }
 
-    async def watch(
-        self,
-        *,
-        resource_version: str | None = None,
-        allow_bookmarks: bool = True,
-        timeout_seconds: int | None = None,
-        send_initial_events: bool | None = None,
-        resource_version_match: str | None = None,
-    ) -> AsyncIterator[Object]:
+    async def watch(self, options: ListOptions) -> AsyncIterator[Object]:
+        resource_version, send_initial_events = options.resource_version, options.send_initial_events
         self.watches.append(resource_version)
         generation = self._generation
         if send_initial_events:

@@ -12,6 +12,7 @@ import pytest
 
 from kplane._util import clock as clock_mod
 from kplane.client import watch as watch_mod
+from kplane.client.options import ListOptions
 from kplane.informers import reflector as reflector_mod
 from kplane.informers import store as store_mod
 from kplane.testing import ControlPlane
@@ -137,12 +138,12 @@ class GatedListWatch:
         self.open.set()
         self.gone_seen = 0
 
-    async def list(self, **kw: Any) -> dict[str, Any]:
-        return await self.inner.list(**kw)
+    async def list(self, options: ListOptions) -> dict[str, Any]:
+        return await self.inner.list(options)
 
-    async def watch(self, **kw: Any) -> AsyncIterator[dict[str, Any]]:
+    async def watch(self, options: ListOptions) -> AsyncIterator[dict[str, Any]]:
         await self.open.wait()
-        async for raw in self.inner.watch(**kw):
+        async for raw in self.inner.watch(options):
             if not self.open.is_set():
                 raise ConnectionResetError("cut by the test")
             if raw.get("type") == "ERROR" and raw["object"].get("code") == 410:
@@ -194,12 +195,12 @@ class CountingListWatch:
         self.inner = inner
         self.listed = 0
 
-    async def list(self, **kw: Any) -> dict[str, Any]:
+    async def list(self, options: ListOptions) -> dict[str, Any]:
         self.listed += 1
-        return await self.inner.list(**kw)
+        return await self.inner.list(options)
 
-    def watch(self, **kw: Any) -> AsyncIterator[dict[str, Any]]:
-        return self.inner.watch(**kw)
+    def watch(self, options: ListOptions) -> AsyncIterator[dict[str, Any]]:
+        return self.inner.watch(options)
 
 
 @pytest.fixture(scope="module")

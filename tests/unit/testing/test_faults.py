@@ -9,6 +9,7 @@ import pytest
 
 from kplane.api import errors
 from kplane.client import Backoff, retry_on_conflict
+from kplane.client.options import ListOptions
 from kplane.testing import (
     Conflicts,
     ControlPlane,
@@ -96,7 +97,7 @@ async def test_dropped_watch_is_cut_after_the_planned_lines() -> None:
             await cms.create({"metadata": {"name": f"c{n}"}})
         seen: list[Any] = []
         with pytest.raises((aiohttp.ClientError, ConnectionError)):
-            async for event in cms.watch(resource_version="0", allow_bookmarks=False):
+            async for event in cms.watch(ListOptions(resource_version="0", allow_bookmarks=False)):
                 seen.append(event)
         assert len(seen) == 2
         assert [i.detail for i in plan.log] == ["cut after 2 lines"]
@@ -109,12 +110,12 @@ async def test_watch_resumed_from_a_resource_version_expires() -> None:
         cms = cp.client.resource("configmaps", namespace="default")
         cm = await cms.create({"metadata": {"name": "c"}})
         rv = cm["metadata"]["resourceVersion"]
-        events = [e async for e in cms.watch(resource_version=rv, timeout_seconds=1)]
+        events = [e async for e in cms.watch(ListOptions(resource_version=rv, timeout_seconds=1))]
         assert [e["type"] for e in events] == ["ERROR"]
         status = events[0]["object"]
         assert (status["code"], status["reason"]) == (410, "Expired")
         assert status["message"] == f"too old resource version: {rv} ({int(rv) + 1})"
-        async for event in cms.watch(resource_version="0", timeout_seconds=1):
+        async for event in cms.watch(ListOptions(resource_version="0", timeout_seconds=1)):
             assert event["type"] == "ADDED"
             break
 
