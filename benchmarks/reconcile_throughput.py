@@ -29,7 +29,7 @@ from typing import Any
 
 from benchmarks import _reconcile_operators as ops
 from kplane.api import errors
-from kplane.client import Config, typed
+from kplane.client import Config, ListOptions, typed
 
 NAMESPACES = "namespaces"
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
@@ -52,7 +52,7 @@ class Watcher:
 
     async def _run(self, rv: str) -> None:
         while True:
-            async for event in self._rc.watch(resource_version=rv, allow_bookmarks=True):
+            async for event in self._rc.watch(ListOptions(resource_version=rv)):
                 obj = event["object"]
                 rv = obj["metadata"]["resourceVersion"]
                 if event["type"] in ("ADDED", "MODIFIED") and _observed(obj):
