@@ -10,6 +10,7 @@ Content-Length and chunked replies, and reports a connection the server closed a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import urllib.parse
@@ -30,6 +31,7 @@ class Request:
     path: str
     body: bytes = b""
     content_type: str = "application/json"
+    accept: str = ""
 
 
 class Connection:
@@ -46,6 +48,8 @@ class Connection:
     async def send(self, req: Request) -> tuple[int, dict[str, str], bytes]:
         assert self.reader is not None and self.writer is not None
         head = f"{req.method} {req.path} HTTP/1.1\r\nHost: {self.host}\r\nUser-Agent: hostile/1.0\r\n"
+        if req.accept:
+            head += f"Accept: {req.accept}\r\n"
         if req.body or req.method in ("POST", "PUT", "PATCH"):
             head += f"Content-Type: {req.content_type}\r\nContent-Length: {len(req.body)}\r\n"
         self.writer.write(head.encode() + b"\r\n" + req.body)
@@ -97,6 +101,51 @@ def yaml_bomb(levels: int, fanout: int) -> str:
 
 
 _ODD_NAMES = ["a\x00b", "new\nline", "cr\rlf", "tab\tx", 'quo"te', "back\\slash", "", "\u200b", "é🙂", "\x7f"]
+_ACCEPTS = [
+    "application/json;as=Table;v=v1;g=meta.k8s.io",
+    "application/json;as=Table;v=v1;g=meta.k8s.io, application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+    "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+    "text/html",
+    "*/*;q=0",
+    "application/json;q=abc",
+]
+CRD_GROUP = "hostile.example.com"
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"widgets.{CRD_GROUP}"},
+    "spec": {
+        "group": CRD_GROUP,
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {
+                    "status": {},
+                    "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+                },
+                "additionalPrinterColumns": [
+                    {"name": t.capitalize(), "type": t, "jsonPath": f".spec.{t}"}
+                    for t in ("integer", "number", "string", "boolean", "date")
+                ],
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
 _NUMBERS = [2**63, 2**64, 2**70, -(2**63) - 1, -1, -(2**31), 1e308, -1e308, 0.5, 10**30]
 _WRONG = [None, True, 1, -7, 1.5, "s", [], [1, "x"], {}, {"a": {"b": 1}}]
 
@@ -120,9 +169,13 @@ class Generator:
             self.put_any,
             self.delete_any,
             self.read_params,
+            self.custom_any,
         ]
         for _ in range(count):
-            yield self.rnd.choice(makers)()
+            req = self.rnd.choice(makers)()
+            if self.rnd.random() < 0.3:
+                req = dataclasses.replace(req, accept=self.rnd.choice(_ACCEPTS))
+            yield req
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -420,6 +473,34 @@ class Generator:
         # only dry runs and preconditions that cannot match touch the targets: they stay for patches
         q["dryRun"] = "All"
         return Request("delete", "DELETE", f"/api/v1/namespaces/{NS}/configmaps/{name}{self._q(q)}", body)
+
+    def custom_any(self) -> Request:
+        """Custom objects whose free-form spec the printer columns and scale read."""
+        base = f"/apis/{CRD_GROUP}/v1/namespaces/{NS}/widgets"
+        spec = {t: self._wild() for t in ("integer", "number", "string", "boolean", "date", "replicas")}
+        obj = {"apiVersion": f"{CRD_GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec}
+        choice = self.rnd.randrange(5)
+        if choice == 0:
+            meta = obj["metadata"]
+            assert isinstance(meta, dict)
+            meta["name"] = self._fresh()
+            return Request("custom", "POST", base, json.dumps(obj).encode())
+        if choice == 1:
+            return Request("custom", "PUT", f"{base}/w", json.dumps(obj).encode())
+        if choice == 2:
+            body = json.dumps({"spec": spec, "status": {"replicas": self._wild()}}).encode()
+            sub = self.rnd.choice(["", "/status"])
+            return Request("custom", "PATCH", f"{base}/w{sub}", body, "application/merge-patch+json")
+        if choice == 3:
+            body = json.dumps({"spec": {"replicas": self._wild()}}).encode()
+            return Request(
+                "custom",
+                self.rnd.choice(["PUT", "PATCH"]),
+                f"{base}/w/scale",
+                body,
+                "application/merge-patch+json",
+            )
+        return Request("custom", "GET", self.rnd.choice([base, f"{base}/w", f"{base}/w/scale"]))
 
     def read_params(self) -> Request:
         bad = [str(2**63), str(2**64 + 1), "-1", str(-(2**63) - 1), "abc", "1e3", " 5", "0x10", "9" * 40, ""]

@@ -52,6 +52,11 @@ def _set_path(obj: Object, path: str, value: Any) -> None:
     cur[parts[-1]] = value
 
 
+def _replicas(value: Any) -> int:
+    """A stored replica count (validated on write; 0 when absent)."""
+    return value if type(value) is int else 0
+
+
 def to_scale(record: ResourceRecord, obj: Object) -> Object:
     spec = record.scale or ScaleSpec()
     meta = obj.get("metadata") or {}
@@ -61,7 +66,7 @@ def to_scale(record: ResourceRecord, obj: Object) -> Object:
     else:
         sel = (obj.get("spec") or {}).get("selector")
         selector = labels.format(sel) if isinstance(sel, dict) else None
-    status: Object = {"replicas": int(_get_path(obj, spec.status_replicas_path) or 0)}
+    status: Object = {"replicas": _replicas(_get_path(obj, spec.status_replicas_path))}
     if selector:
         status["selector"] = selector
     scale_meta = {
@@ -71,7 +76,7 @@ def to_scale(record: ResourceRecord, obj: Object) -> Object:
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": scale_meta,
-        "spec": {"replicas": int(_get_path(obj, spec.spec_replicas_path) or 0)},
+        "spec": {"replicas": _replicas(_get_path(obj, spec.spec_replicas_path))},
         "status": status,
     }
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
+from kplane.server.registry import customscale
 
 Object = dict[str, Any]
 ListCurrent = Callable[[ResourceRecord], Awaitable[list[Object]]]
@@ -425,6 +426,9 @@ class CustomResourceStrategy(Strategy):
         if record.has_status:
             skip.add("status")
         return any(new.get(k) != old.get(k) for k in (set(new) | set(old)) - skip)
+
+    def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
+        return customscale.validate(record, obj)
 
 
 CUSTOM = CustomResourceStrategy()

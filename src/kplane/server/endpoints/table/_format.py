@@ -70,7 +70,21 @@ def as_int(value: Any, default: int = 0) -> int:
     """An integer field; ``default`` when absent or not a number (never raises)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return default
-    return int(value)
+    return go_int64(value)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def go_int64(value: int | float) -> int:
+    """Go's ``int64(v)`` of a decoded JSON number: integers beyond int64 arrive as float64, and a
+    float64 outside int64's range (or NaN) converts to the minimum int64, as on amd64."""
+    if isinstance(value, int) and _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    number = float(value)
+    if number != number or not _INT64_MIN <= number < 2.0**63:
+        return _INT64_MIN
+    return int(number)
 
 
 def as_str(value: Any) -> str:

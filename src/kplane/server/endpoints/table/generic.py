@@ -51,7 +51,12 @@ _Cell = Callable[[Any, _format.Context], Any]
 
 def _cell_converter(kind: str) -> _Cell:
     def integer(value: Any, ctx: _format.Context) -> Any:
-        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        # upstream tablegenerator cellForJSONValue: int64(float64) for numbers
+        return (
+            _format.go_int64(value)
+            if isinstance(value, int | float) and not isinstance(value, bool)
+            else None
+        )
 
     def number(value: Any, ctx: _format.Context) -> Any:
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
