@@ -122,7 +122,8 @@ async def _run(port: int, requests: list[hostile.Request]) -> tuple[Counter[str]
             codes[f"{req.kind} {status}"] += 1
             if status >= 500 and UPSTREAM_5XX.get(status, "\x00") not in body.decode("utf-8", "replace"):
                 bad.append(
-                    f"{status} {req.kind} {req.method} {req.path[:100]} Accept={req.accept!r} {req.body[:200]!r}: {body[:300]!r}"
+                    f"{status} {req.kind} {req.method} {req.path[:100]} Accept={req.accept!r} "
+                    f"{req.body[:200]!r}: {body[:300]!r}"
                 )
             elif len(body) > 1_000_000:
                 bad.append(f"{req.kind}: a {len(body)}-byte answer to {req.body[:100]!r}")

@@ -33,6 +33,7 @@ MIN_REQUEST_TIMEOUT = 1800.0
 def list_options(scope: Scope) -> listing.ListOptions:
     q = scope.query
     limit = params.query_int64(q, "limit") or 0
+    params.query_int64(q, "timeoutSeconds")  # part of ListOptions: decoded (and refused) on lists too
     field_selector = q.get("fieldSelector", "")
     if scope.info.name:  # /watch/.../<name>: the name is a field selector
         pin = f"metadata.name={scope.info.name}"

@@ -44,8 +44,10 @@ def _nested(obj: dict[str, Any], path: str, want: str) -> tuple[Any, str]:
     fields = path.strip(".").split(".")
     current: Any = obj
     for i, name in enumerate(fields):
+        if current is None:
+            return None, ""
         if not isinstance(current, dict):
-            where = "." + ".".join(fields[:i])
+            where = "." + ".".join(fields[: i + 1])  # as NestedFieldNoCopy names it
             return None, _accessor_error(where, current, "map[string]interface{}")
         if name not in current:
             return None, ""

@@ -1,0 +1,252 @@
+"""Each hostile input of issue 7 gets upstream's answer through a real server (one test per fix).
+
+Bodies nested past the limit, YAML alias bombs and odd keys, int64 query parameters, JSON-patch
+operations and Pod fields of the wrong type, field names holding NUL or newlines (the Warning
+header), metadata of the wrong type and garbage protobuf. Each test quotes the upstream text it
+expects and says where it comes from.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes import dynamic
+
+from kplane.api.jsonbody import MAX_DEPTH
+from tests.e2e.conftest import Server, requires_kubectl
+from tests.e2e.helpers import Kube, assert_status, unique
+
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+def _deep(depth: int, opener: str = "{") -> str:
+    return ('{"a":' * depth + "1" + "}" * depth) if opener == "{" else ("[" * depth + "1" + "]" * depth)
+
+
+def _bomb(levels: int = 9, fanout: int = 9) -> str:
+    lines = ["l0: &a0 [" + ", ".join(["lol"] * fanout) + "]"]
+    lines += [f"l{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * fanout) + "]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def cm(api: Kube) -> str:
+    name = unique("cm")
+    api.ok("POST", CMS, {"metadata": {"name": name}, "data": {"a": "b"}})
+    return name
+
+
+@pytest.mark.parametrize("validation", ["Strict", "Warn", "Ignore"])
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 600, 1000, 1100])
+def test_create_nested_too_deep_is_upstreams_400(api: Kube, depth: int, validation: str) -> None:
+    """Upstream: serializer/json/meta.go ``couldn't get version/kind; json parse error: `` around
+    encoding/json's ``invalid character '{' exceeded max depth`` (scanner.go), then handlers/rest.go
+    transformDecodeError ``the object provided is unrecognized (must be of type ConfigMap): ... (<the
+    body's first 30 bytes> ...)``. kplane's limit is lower than Go's 10000 (README)."""
+    body = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"x":' + _deep(depth) + "}"
+    resp = api.post(CMS, body, query={"fieldValidation": validation})
+    st = assert_status(resp, 400, "BadRequest")
+    assert st["message"] == (
+        "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; "
+        "json parse error: invalid character '{' exceeded max depth "
+        '({"apiVersion":"v1","kind":"Con ...)'
+    )
+
+
+@pytest.mark.parametrize(
+    ("ptype", "body", "message"),
+    [
+        # handlers/patch.go: the JSON and merge patchers wrap the strict decode error
+        # ("error decoding patch: %v"); strategicPatchObject answers it as it is
+        (
+            "merge",
+            '{"data":' + _deep(1000) + "}",
+            "error decoding patch: invalid character '{' exceeded max depth",
+        ),
+        ("strategic", '{"data":' + _deep(1000) + "}", "invalid character '{' exceeded max depth"),
+        ("json", _deep(1000, "["), "error decoding patch: invalid character '[' exceeded max depth"),
+    ],
+)
+def test_patch_nested_too_deep_is_upstreams_400(
+    api: Kube, cm: str, ptype: str, body: str, message: str
+) -> None:
+    resp = api.patch(f"{CMS}/{cm}", body, ptype, query={"fieldValidation": "Strict"})
+    assert assert_status(resp, 400, "BadRequest")["message"] == message
+    assert api.ok("GET", f"{CMS}/{cm}")["data"] == {"a": "b"}
+
+
+def test_apply_yaml_alias_bomb_is_refused_without_expanding(api: Kube, cm: str) -> None:
+    """go-yaml v2 decode.go ``document contains excessive aliasing``, wrapped by sigs.k8s.io/yaml
+    (``error converting YAML to JSON: ``) and the apply patcher (``error decoding patch: ``)."""
+    body = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {cm}\n" + _bomb()
+    resp = api.patch(f"{CMS}/{cm}", body, "apply", query={"fieldManager": "bomber"})
+    st = assert_status(resp, 400, "BadRequest")
+    assert (
+        st["message"]
+        == "error decoding patch: error converting YAML to JSON: yaml: document contains excessive aliasing"
+    )
+    assert len(resp.body) < 1000
+
+
+def test_create_yaml_alias_bomb_is_refused(api: Kube) -> None:
+    """A YAML create body: YAMLToJSON's error, then transformDecodeError with the body's first 30
+    bytes in hex (summarizeData: the body does not start with ``{``)."""
+    body = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\n" + _bomb()
+    resp = api.post(CMS, body, content_type="application/yaml")
+    st = assert_status(resp, 400, "BadRequest")
+    assert st["message"] == (
+        "the object provided is unrecognized (must be of type ConfigMap): yaml: document contains "
+        f"excessive aliasing ({body.encode()[:30].hex()} ...)"
+    )
+
+
+def test_yaml_keys_that_are_not_strings(api: Kube) -> None:
+    """sigs.k8s.io/yaml turns bool, int and float keys into strings; a null key is refused with
+    ``unsupported map key of type: %!s(<nil>), key: <nil>, value: "v"``."""
+    name = unique("keys")
+    body = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata: {{true: a, 1: b, 2.5: c}}\n"
+    resp = api.patch(f"{CMS}/{name}", body, "apply", query={"fieldManager": "keys"})
+    assert resp.status == 201, resp.body
+    assert resp.json()["data"] == {"true": "a", "1": "b", "2.5": "c"}
+    bad = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata: {{null: v}}\n"
+    st = assert_status(api.patch(f"{CMS}/{name}", bad, "apply", query={"fieldManager": "keys"}), 400)
+    assert st["message"] == (
+        "error decoding patch: error converting YAML to JSON: unsupported map key of type: %!s(<nil>), "
+        'key: <nil>, value: "v"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("param", "value", "message"),
+    [
+        # runtime.Convert_Slice_string_To_int64: strconv.ParseInt's error as the 400 message
+        ("limit", str(2**64), 'strconv.ParseInt: parsing "18446744073709551616": value out of range'),
+        ("limit", "abc", 'strconv.ParseInt: parsing "abc": invalid syntax'),
+        ("timeoutSeconds", str(2**63), 'strconv.ParseInt: parsing "9223372036854775808": value out of range'),
+    ],
+)
+def test_int64_query_parameters(api: Kube, param: str, value: str, message: str) -> None:
+    assert assert_status(api.get(CMS, query={param: value}), 400, "BadRequest")["message"] == message
+
+
+def test_negative_limit_and_timeout_are_served(api: Kube) -> None:
+    """A negative limit means no limit; a negative watch timeout ends the watch at once (200)."""
+    assert api.get(CMS, query={"limit": "-5"}).status == 200
+    resp = api.get(CMS, query={"watch": "true", "timeoutSeconds": "-1"})
+    assert resp.status == 200
+
+
+def test_delete_grace_period_out_of_range(api: Kube, cm: str) -> None:
+    st = assert_status(api.delete(f"{CMS}/{cm}", query={"gracePeriodSeconds": str(2**63)}), 400)
+    assert st["message"] == 'strconv.ParseInt: parsing "9223372036854775808": value out of range'
+    st = assert_status(api.delete(f"{CMS}/{cm}", {"gracePeriodSeconds": 1.5}), 400)
+    # encoding/json's UnmarshalTypeError for DeleteOptions.gracePeriodSeconds (an int64)
+    assert st["message"] == (
+        "json: cannot unmarshal number 1.5 into Go struct field DeleteOptions.gracePeriodSeconds of type int64"
+    )
+
+
+@pytest.mark.parametrize("op", [1, None, ["add"], {"op": "add"}])
+def test_json_patch_op_that_is_not_a_string(api: Kube, cm: str, op: object) -> None:
+    """Refused as a client error, never a 500."""
+    resp = api.patch(f"{CMS}/{cm}", [{"op": op, "path": "/data/x", "value": "1"}], "json")
+    assert resp.status == 422, resp.body
+
+
+@pytest.mark.parametrize("resources", ["x", 5, ["a"], {"limits": "x"}, {"requests": [1]}])
+def test_pod_resources_not_an_object(api: Kube, resources: object) -> None:
+    """The QoS class is computed on what validation has not checked yet: the answer is the
+    schema's 422, never a 500."""
+    pod = {
+        "metadata": {"name": unique("qos")},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]},
+    }
+    resp = api.post("/api/v1/namespaces/default/pods", pod)
+    assert_status(resp, 422, "Invalid")
+
+
+@pytest.mark.parametrize(
+    ("meta", "tail"),
+    [
+        (
+            {"name": "x", "labels": "a=b"},
+            "string into Go struct field ObjectMeta.metadata.labels of type map[string]string",
+        ),
+        (
+            {"name": "x", "finalizers": [{"a": 1}]},
+            "object into Go struct field ObjectMeta.metadata.finalizers of type string",
+        ),
+    ],
+)
+def test_metadata_of_the_wrong_type_is_upstreams_decode_error(api: Kube, meta: object, tail: str) -> None:
+    """handlers/rest.go transformDecodeError around encoding/json's UnmarshalTypeError."""
+    st = assert_status(api.post(CMS, {"metadata": meta}), 400, "BadRequest")
+    assert (
+        st["message"]
+        == f'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal {tail}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "quoted"),
+    [("x\x00y", "x\\\\x00y"), ("new\nline", "new\\\\nline"), ('q"uote', 'q\\\\\\"uote')],
+)
+def test_unknown_field_with_control_characters_is_answered(api: Kube, field: str, quoted: str) -> None:
+    """The write commits and its answer arrives: upstream names the field with strconv.Quote
+    (sigs.k8s.io/json strict errors), so the Warning header (apimachinery NewWarningHeader:
+    ``299 - "..."`` with \\ and " escaped) never holds a control character."""
+    name = unique("nul")
+    resp = api.post(CMS, {"metadata": {"name": name}, field: 1}, query={"fieldValidation": "Warn"})
+    assert resp.status == 201, resp.body
+    assert resp.headers["warning"] == f'299 - "unknown field \\"{quoted}\\""'
+    strict = api.post(
+        CMS, {"metadata": {"name": unique("nul")}, field: 1}, query={"fieldValidation": "Strict"}
+    )
+    st = assert_status(strict, 400, "BadRequest")
+    assert st["message"].endswith(
+        "strict decoding error: unknown field " + json.dumps(field).replace("\\u0000", "\\x00")
+    )
+
+
+def test_official_client_reads_the_answer(k8s: k8s_client.ApiClient) -> None:
+    """The official client's dynamic API reads the answer of a write whose unknown field holds NUL
+    and a newline (its connection is not dropped)."""
+    configmaps = dynamic.DynamicClient(k8s).resources.get(api_version="v1", kind="ConfigMap")
+    name = unique("pyc")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "bo\x00gus\n": "1"}
+    created = configmaps.create(body=body, namespace="default", query_params=[("fieldValidation", "Warn")])
+    assert created.metadata.name == name
+
+
+@pytest.mark.parametrize("body", [b"", b"\xff\xfe garbage", b"k8s\x00\x0a\x02\x08\x01garbage", b"k8s\x00"])
+def test_garbage_protobuf_is_a_client_error(api: Kube, body: bytes) -> None:
+    """Upstream's protobuf serializer fails to decode: a 400 (or 415 for a kind it has no decoder
+    for), never a 500."""
+    resp = api.post(CMS, body, content_type="application/vnd.kubernetes.protobuf")
+    assert resp.status in (400, 415), resp.body
+
+
+@requires_kubectl
+def test_kubectl_apply_of_a_deep_object_is_refused(server: Server, tmp_path: object) -> None:
+    """kubectl (which sends fieldValidation=Strict) gets the 400, and the server stays healthy."""
+    manifest = json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "deep-kubectl"},
+            "data": json.loads(_deep(300)),
+        }
+    )
+    res = server.kubectl("create", "-f", "-", input=manifest, check=False)
+    assert res.returncode != 0
+    assert "exceeded max depth" in res.stderr, res.stderr
+    server.kubectl("get", "--raw", "/readyz")
+
+
+def test_url_with_control_characters_in_query(api: Kube) -> None:
+    """Selectors holding NUL are refused as client errors."""
+    resp = api.get(CMS + "?labelSelector=" + urllib.parse.quote("a=\x00"))
+    assert 400 <= resp.status < 500
