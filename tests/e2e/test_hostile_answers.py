@@ -145,7 +145,8 @@ def test_delete_grace_period_out_of_range(api: Kube, cm: str) -> None:
     st = assert_status(api.delete(f"{CMS}/{cm}", {"gracePeriodSeconds": 1.5}), 400)
     # encoding/json's UnmarshalTypeError for DeleteOptions.gracePeriodSeconds (an int64)
     assert st["message"] == (
-        "json: cannot unmarshal number 1.5 into Go struct field DeleteOptions.gracePeriodSeconds of type int64"
+        "json: cannot unmarshal number 1.5 into Go struct field DeleteOptions.gracePeriodSeconds "
+        "of type int64"
     )
 
 
