@@ -3,6 +3,7 @@ CRD defaults, managedFields placement and generated Job selectors (issue 7)."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -318,3 +319,144 @@ def test_time_and_micro_time_are_normalized(api: Kube, ns: str) -> None:
     assert event["lastTimestamp"] == "2024-05-01T08:29:59Z"
     assert event["eventTime"] == "2024-05-01T08:00:00.123456Z"
     assert api.ok("GET", f"/api/v1/namespaces/{ns}/events/e")["firstTimestamp"] == "2024-05-01T08:00:00Z"
+
+
+# --- 2. Events: one object, two versions --------------------------------------------------------
+
+
+def test_core_event_read_as_events_k8s_io(api: Kube, ns: str) -> None:
+    """A core/v1 Event is listed and read through events.k8s.io/v1, mapped field by field."""
+    api.ok(
+        "POST",
+        f"/api/v1/namespaces/{ns}/events",
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "core"},
+            "involvedObject": {"kind": "Pod", "name": "web", "namespace": ns},
+            "reason": "Started",
+            "message": "Started container",
+            "source": {"component": "kubelet"},
+            "firstTimestamp": "2024-05-01T08:00:00Z",
+            "lastTimestamp": "2024-05-01T08:05:00Z",
+            "count": 3,
+            "type": "Normal",
+            "reportingComponent": "kubelet",
+        },
+    )
+    got = api.ok("GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events/core")
+    # kubernetes pkg/apis/events/v1/conversion.go Convert_core_Event_To_v1_Event: note = message,
+    # regarding = involvedObject, deprecatedSource/FirstTimestamp/LastTimestamp/Count.
+    assert got["apiVersion"] == "events.k8s.io/v1"
+    assert {k: v for k, v in got.items() if k not in ("metadata", "apiVersion", "kind")} == {
+        "reportingController": "kubelet",
+        "reason": "Started",
+        "regarding": {"kind": "Pod", "name": "web", "namespace": ns},
+        "note": "Started container",
+        "type": "Normal",
+        "deprecatedSource": {"component": "kubelet"},
+        "deprecatedFirstTimestamp": "2024-05-01T08:00:00Z",
+        "deprecatedLastTimestamp": "2024-05-01T08:05:00Z",
+        "deprecatedCount": 3,
+    }
+    listed = api.ok("GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events")
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["core"]
+    assert listed["items"][0]["note"] == "Started container"
+
+
+def test_events_k8s_io_event_read_as_core_and_selected(api: Kube, ns: str) -> None:
+    """An events.k8s.io/v1 Event is a core/v1 Event too; field selectors work in both vocabularies."""
+    base = f"/apis/events.k8s.io/v1/namespaces/{ns}/events"
+    created = api.ok(
+        "POST",
+        base,
+        {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": "new"},
+            "eventTime": "2024-05-01T08:00:00.250000Z",
+            "reportingController": "example.com/ctl",
+            "reportingInstance": "ctl-1",
+            "action": "Reconcile",
+            "reason": "Synced",
+            "regarding": {"kind": "Deployment", "name": "web", "namespace": ns},
+            "note": "all good",
+            "type": "Normal",
+        },
+    )
+    assert created["note"] == "all good"
+    core = api.ok("GET", f"/api/v1/namespaces/{ns}/events/new")
+    # Convert_v1_Event_To_core_Event: message = note, involvedObject = regarding; core/v1's JSON
+    # name of ReportingController is reportingComponent.
+    assert core["message"] == "all good"
+    assert core["involvedObject"] == {"kind": "Deployment", "name": "web", "namespace": ns}
+    assert core["reportingComponent"] == "example.com/ctl"
+    assert core["eventTime"] == "2024-05-01T08:00:00.250000Z"
+    assert "note" not in core and "regarding" not in core
+
+    # AddFieldLabelConversionsForEvent: regarding.* and reportingController map to the core
+    # fields; a core label is "field label not supported" in events.k8s.io/v1.
+    def names(path: str, selector: str) -> list[str]:
+        return [i["metadata"]["name"] for i in api.ok("GET", f"{path}?fieldSelector={selector}")["items"]]
+
+    assert names(base, "regarding.kind%3DDeployment") == ["new"]
+    assert names(base, "reportingController%3Dexample.com%2Fctl") == ["new"]
+    assert names(f"/api/v1/namespaces/{ns}/events", "involvedObject.kind%3DDeployment") == ["new"]
+    bad = api.get(f"{base}?fieldSelector=involvedObject.kind%3DDeployment")
+    assert assert_status(bad, 400, "BadRequest")["message"].endswith(
+        "field label not supported: involvedObject.kind"
+    )
+
+
+def test_watch_through_either_group(api: Kube, ns: str) -> None:
+    """A watch on events.k8s.io/v1 sees an Event written through core/v1, in its own form."""
+    with api.watch(f"/apis/events.k8s.io/v1/namespaces/{ns}/events") as stream:
+        api.ok(
+            "POST",
+            f"/api/v1/namespaces/{ns}/events",
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": "w"},
+                "involvedObject": {"kind": "Pod", "name": "p"},
+                "reason": "R",
+                "message": "watched",
+            },
+        )
+        ev = stream.until(lambda e: e["object"]["metadata"]["name"] == "w")
+        assert ev["type"] == "ADDED"
+        assert ev["object"]["apiVersion"] == "events.k8s.io/v1"
+        assert ev["object"]["note"] == "watched"
+
+
+def test_python_client_events_v1(k8s: Any, ns: str) -> None:
+    """The official client's EventsV1Api lists core Events with their note and regarding."""
+    from kubernetes import client as k8s_client
+
+    core = k8s_client.CoreV1Api(k8s)
+    core.create_namespaced_event(
+        ns,
+        k8s_client.CoreV1Event(
+            metadata=k8s_client.V1ObjectMeta(name="py"),
+            involved_object=k8s_client.V1ObjectReference(kind="Pod", name="p", namespace=ns),
+            reason="Pulled",
+            message="pulled image",
+            # The client's EventsV1Event requires eventTime (as upstream's v1 validation does).
+            event_time=datetime.datetime(2024, 5, 1, 8, 0, 0, 500000, tzinfo=datetime.UTC),
+            reporting_component="kubelet",
+            reporting_instance="node-1",
+            action="Pull",
+        ),
+    )
+    events = k8s_client.EventsV1Api(k8s).list_namespaced_event(ns, field_selector="reason=Pulled")
+    assert [(e.metadata.name, e.note, e.regarding.name) for e in events.items] == [
+        ("py", "pulled image", "p")
+    ]
+
+
+def test_events_share_storage_version_hash(api: Kube) -> None:
+    """Discovery gives events.k8s.io/v1 events the storage version hash of core/v1 events."""
+    # kube-apiserver 1.32 discovery: both report storageVersionHash "r2yiGXH7wu8=" (sha256 of "/v1/Event").
+    core = next(r for r in api.ok("GET", "/api/v1")["resources"] if r["name"] == "events")
+    new = next(r for r in api.ok("GET", "/apis/events.k8s.io/v1")["resources"] if r["name"] == "events")
+    assert core["storageVersionHash"] == new["storageVersionHash"] == "r2yiGXH7wu8="

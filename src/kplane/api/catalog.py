@@ -44,7 +44,9 @@ class ResourceRecord:
     """Everything the server needs to serve one resource at one group-version.
 
     ``schema`` is the structural OpenAPI v3 schema of the kind (None: not known, nothing checked).
-    ``storage_version`` is the version objects are persisted in (for built-ins, ``version``).
+    ``storage_version`` is the version objects are persisted in (for built-ins, ``version``);
+    ``storage_group``, when set, the group whose form and key space they are persisted in
+    (``events.k8s.io`` Events are core ``v1`` Events: one object, two views).
     ``field_selectors`` lists the fields (besides ``metadata.name`` / ``metadata.namespace``) a
     list or watch may select on. ``tracks_generation``: ``metadata.generation`` starts at 1 and is
     bumped by writes that change anything but metadata and status.
@@ -71,6 +73,7 @@ class ResourceRecord:
     preferred: bool = True
     extra_subresources: tuple[str, ...] = ()
     tracks_generation: bool = False
+    storage_group: str | None = None
 
     @property
     def namespaced(self) -> bool:
@@ -99,7 +102,8 @@ class ResourceRecord:
     @property
     def key_prefix(self) -> str:
         """Storage prefix of every object of this resource (all versions share it)."""
-        return f"/registry/{self.group or 'core'}/{self.plural}/"
+        group = self.group if self.storage_group is None else self.storage_group
+        return f"/registry/{group or 'core'}/{self.plural}/"
 
     def key(self, namespace: str, name: str) -> str:
         """Storage key of one object."""

@@ -7,6 +7,7 @@ Values follow kube-apiserver 1.32.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 from kplane.api.catalog import ALL_VERBS, Catalog, ResourceRecord, ScaleSpec, Scope
@@ -231,7 +232,8 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
     # discovery.k8s.io/v1
     _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
     # events.k8s.io/v1
-    _r("events.k8s.io", "v1", "events", "Event", short=("ev",)),
+    # stored as core/v1 Events (api/builtin/eventversions.py): one object, two views
+    dataclasses.replace(_r("events.k8s.io", "v1", "events", "Event", short=("ev",)), storage_group=""),
     # flowcontrol.apiserver.k8s.io/v1
     _r("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", "Cluster", status=True),
     _r(

@@ -210,8 +210,11 @@ def _legacy_resources(record: catalog_mod.ResourceRecord) -> list[dict[str, Any]
     if record.categories:
         main["categories"] = list(record.categories)
     if (record.group, record.plural) not in _NOT_STORED:
+        # Of the form objects are stored in: events.k8s.io Events share core Events' hash.
         main["storageVersionHash"] = storage_version_hash(
-            record.group, record.storage_version or record.version, record.kind
+            record.group if record.storage_group is None else record.storage_group,
+            record.storage_version or record.version,
+            record.kind,
         )
     out = [main]
     for sub in subresources(record):

@@ -8,8 +8,9 @@ from typing import Any
 
 from kplane._util.clock import Clock
 from kplane.api import errors
-from kplane.api.builtin import conversion
+from kplane.api.builtin import conversion, eventversions
 from kplane.api.catalog import ResourceRecord
+from kplane.api.gvk import GroupVersion
 from kplane.server import storage
 
 Object = dict[str, Any]
@@ -60,7 +61,11 @@ def storage_error(record: ResourceRecord, name: str, err: storage.StorageError) 
 
 def converts(record: ResourceRecord) -> bool:
     """True when objects of ``record`` may be stored at another version than the one served."""
-    return record.custom or (bool(record.storage_version) and record.storage_version != record.version)
+    return (
+        record.custom
+        or record.storage_group is not None
+        or (bool(record.storage_version) and record.storage_version != record.version)
+    )
 
 
 def to_version(record: ResourceRecord, obj: Object) -> Object:
@@ -71,11 +76,17 @@ def to_version(record: ResourceRecord, obj: Object) -> Object:
         return obj
     if record.custom:
         return {**obj, "apiVersion": record.api_version}
+    if record.storage_group is not None:
+        return eventversions.convert(obj, record.api_version)
     return conversion.convert(record.group, record.kind, obj, record.version)
 
 
 def to_storage(record: ResourceRecord, obj: Object) -> Object:
     """``obj`` as persisted: at the record's storage version (custom resources: in place)."""
+    if record.storage_group is not None:
+        return eventversions.convert(
+            obj, GroupVersion(record.storage_group, record.storage_version).api_version
+        )
     if not record.storage_version or record.storage_version == record.version:
         return obj
     if record.custom:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kplane.api import errors, fields, labels
+from kplane.api.builtin import eventversions
 from kplane.api.catalog import ResourceRecord
 
 Object = dict[str, Any]
@@ -36,15 +37,20 @@ class Selection:
             if label.empty:
                 label = None
         if field_text:
+            # Objects stored in another group's form (events.k8s.io Events) are selected on that
+            # form: the selector's labels are converted first, as upstream's field label conversion.
+            group = record.group if record.storage_group is None else record.storage_group
             try:
                 field = fields.parse(field_text)
-                fields.validate(field, record.group, record.kind, extra=record.field_selectors)
+                if record.storage_group is not None:
+                    field = _stored_labels(field)
+                fields.validate(field, group, record.kind, extra=record.field_selectors)
             except ValueError as err:
                 raise errors.BadRequest(str(err)) from None
             if field.empty:
                 field = None
             else:
-                getter = fields.field_getter((record.group, record.kind), extra=record.field_selectors)
+                getter = fields.field_getter((group, record.kind), extra=record.field_selectors)
         return cls(label, field, getter)
 
     def matches(self, obj: Object) -> bool:
@@ -56,3 +62,14 @@ class Selection:
 
     def exact_name(self) -> str | None:
         return self.field.exact_name() if self.field is not None else None
+
+
+def _stored_labels(selector: fields.FieldSelector) -> fields.FieldSelector:
+    """An events.k8s.io/v1 Event field selector in terms of the stored core Event."""
+    out = []
+    for r in selector.requirements:
+        label = eventversions.FIELD_LABELS.get(r.field)
+        if label is None:
+            raise ValueError(f"field label not supported: {r.field}")
+        out.append(fields.Requirement(label, r.operator, r.value))
+    return fields.FieldSelector(out)
