@@ -252,3 +252,62 @@ def test_kubectl_follows_a_protobuf_watch(server: Server, api: Kube, ns: str) ->
     assert "timed out waiting" not in err
     # what attaching answers without a kubelet (upstream's pods/attach message)
     assert 'pod "w1" does not have a host assigned' in err, err[-1500:]
+
+
+POM_ACCEPT = "as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+POML_ACCEPT = "as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+def test_metadata_only_views(api: Kube, ns: str) -> None:
+    """client-go's metadata client: protobuf first, then JSON; objects reduced to their metadata."""
+    accept = f"{PROTOBUF};{POML_ACCEPT},application/json;{POML_ACCEPT},application/json"
+    resp = api.get(cm_path(ns), headers={"Accept": accept})
+    assert resp.status == 200 and resp.content_type == PROTOBUF
+    api_version, kind, raw = decoding.unwrap(resp.body)
+    assert (api_version, kind) == ("meta.k8s.io/v1", "PartialObjectMetadataList")
+    listed = decoding.message(raw, "apis.meta.v1.PartialObjectMetadataList")
+    names = {i["metadata"]["name"] for i in listed["items"]}
+    assert {"c1", "c2"} <= names and all(set(i) == {"metadata"} for i in listed["items"])
+    one = api.get(cm_path(ns, "c1"), headers={"Accept": f"application/json;{POM_ACCEPT}"}).json()
+    assert set(one) == {"kind", "apiVersion", "metadata"}
+    assert (one["kind"], one["apiVersion"]) == ("PartialObjectMetadata", "meta.k8s.io/v1")
+    assert one["metadata"]["labels"] == {"app": "x"}
+    as_json = api.get(cm_path(ns), headers={"Accept": f"application/json;{POML_ACCEPT}"}).json()
+    assert as_json["items"][0]["kind"] == "PartialObjectMetadata"
+
+
+def test_metadata_only_view_of_the_wrong_shape_is_406(api: Kube, ns: str) -> None:
+    """Upstream's asPartialObjectMetadata(List) refusals, naming the internal Go type."""
+    resp = api.get(cm_path(ns), headers={"Accept": f"application/json;{POM_ACCEPT}"})
+    assert resp.status == 406
+    assert resp.json()["message"] == (
+        "you requested PartialObjectMetadata, but the requested object is a list (*core.ConfigMapList)"
+    )
+    resp = api.get(cm_path(ns, "c1"), headers={"Accept": f"application/json;{POML_ACCEPT}"})
+    assert resp.status == 406
+    assert resp.json()["message"] == (
+        "you requested PartialObjectMetadataList, but the requested object is not a list (*core.ConfigMap)"
+    )
+
+
+def test_metadata_only_watch_in_protobuf(api: Kube, ns: str) -> None:
+    """A metadata-only watch sends PartialObjectMetadata objects in its protobuf frames."""
+    rv = api.ok("GET", cm_path(ns))["metadata"]["resourceVersion"]
+    accept = f"{PROTOBUF};{POM_ACCEPT},application/json;{POM_ACCEPT},application/json"
+    with api.watch(cm_path(ns), {"resourceVersion": rv}, headers={"Accept": accept}) as w:
+        api.ok("POST", cm_path(ns), configmap("m1", ns, data={"k": "v"}))
+        size = int.from_bytes(w.resp.read(4), "big")
+        event = {n: v for n, _, v in wire.fields(memoryview(w.resp.read(size)))}
+    embedded = bytes({n: v for n, _, v in wire.fields(event[2])}[1])
+    api_version, kind, raw = decoding.unwrap(embedded)
+    assert (api_version, kind) == ("meta.k8s.io/v1", "PartialObjectMetadata")
+    assert decoding.message(raw, "apis.meta.v1.PartialObjectMetadata")["metadata"]["name"] == "m1"
+
+
+def test_custom_resource_metadata_in_protobuf(api: Kube, gadgets: str) -> None:
+    """Metadata views of custom resources may be protobuf (the CRD handler keeps protobuf for them)."""
+    resp = api.get(gadgets, headers={"Accept": f"{PROTOBUF};{POML_ACCEPT}"})
+    assert resp.status == 200 and resp.content_type == PROTOBUF
+    _, _, raw = decoding.unwrap(resp.body)
+    listed = decoding.message(raw, "apis.meta.v1.PartialObjectMetadataList")
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["g1"]

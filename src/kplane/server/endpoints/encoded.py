@@ -73,11 +73,15 @@ class ProtobufMemo:
                 out.append(self._field(obj, api_version, kind)[0])
         return out
 
-    def encode(self, obj: Object) -> bytes:
-        """A whole reply body for ``obj`` (enveloped, as ``protobuf.encode``); the last few are kept."""
+    def encode(self, obj: Object, api_version: str = "", kind: str = "") -> bytes:
+        """A whole reply body for ``obj`` (enveloped, as ``protobuf.encode``), as its own kind or as
+        ``kind`` at ``api_version`` (a view such as PartialObjectMetadata); the last few are kept."""
         body = self._bodies.get(id(obj))
-        if body is not None and body[0] is obj:
+        if body is not None and body[0] is obj and not kind:
             return body[1]
+        if kind:
+            field, prefix = self._field(obj, api_version, kind)
+            return protobuf.envelope(api_version, kind, field[prefix:])
         api_version, kind = obj.get("apiVersion") or "", obj.get("kind") or ""
         field, prefix = self._field(obj, api_version, kind)  # ProtobufError for kinds without descriptors
         data = protobuf.envelope(api_version, kind, field[prefix:])

@@ -12,7 +12,7 @@ from aiohttp import web
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
-from kplane.server.endpoints import negotiation, params
+from kplane.server.endpoints import negotiation, params, partial
 from kplane.server.endpoints.crud import delete_options
 from kplane.server.endpoints.requestinfo import parse_bool
 from kplane.server.endpoints.scope import Scope
@@ -75,12 +75,23 @@ async def list_(scope: Scope) -> web.StreamResponse:
         if page.remaining is not None:
             meta["remainingItemCount"] = page.remaining
     record = scope.record
+    if form.partial == negotiation.PARTIAL:
+        raise partial.single_expected(record)
+    api_version, kind, list_kind = record.api_version, record.kind, record.list_kind
+    if form.partial:
+        api_version, kind, list_kind = (
+            partial.api_version(form.partial_version),
+            negotiation.PARTIAL,
+            form.partial,
+        )
     if form.media == negotiation.PROTOBUF:
-        api_version = record.api_version
-        encoded = scope.protobuf_memo.items(items, api_version, record.kind)
-        body = protobuf.encode_list(api_version, record.list_kind, meta, encoded)
+        encoded = scope.protobuf_memo.items(items, api_version, kind)  # messages read only what they hold
+        body = protobuf.encode_list(api_version, list_kind, meta, encoded)
         return web.Response(body=body, headers={"Content-Type": negotiation.PROTOBUF})
-    listed = {"kind": record.list_kind, "apiVersion": record.api_version, "metadata": meta, "items": items}
+    if form.partial:
+        listed = partial.of_list(items, meta, form.partial_version)
+    else:
+        listed = {"kind": list_kind, "apiVersion": api_version, "metadata": meta, "items": items}
     if form.media == negotiation.YAML:
         return web.Response(body=negotiation.dumps_yaml(listed), headers={"Content-Type": negotiation.YAML})
     return web.Response(body=orjson.dumps(listed), headers={"Content-Type": "application/json"})
@@ -124,6 +135,7 @@ async def watch(scope: Scope) -> web.StreamResponse:
     )
     as_table = scope.form.table
     as_protobuf = scope.form.media == negotiation.PROTOBUF
+    metadata_only = scope.form.partial_version if scope.form.partial else ""
     # upstream names the bare media type, Tables included (handlers/watch.go)
     content_type = negotiation.PROTOBUF_WATCH if as_protobuf else negotiation.JSON
     resp = web.StreamResponse(headers={"Content-Type": content_type})
@@ -138,7 +150,7 @@ async def watch(scope: Scope) -> web.StreamResponse:
                 first_row = False
                 line = orjson.dumps(payload) + b"\n"
             else:
-                line = _encode(item, scope.record, protobuf_frames=as_protobuf)
+                line = _encode(item, scope.record, protobuf_frames=as_protobuf, metadata_only=metadata_only)
             # aiohttp waits here for the transport's buffer to drain past its high-water mark, so
             # what is buffered per watcher is bounded: the storage watch's queue, then this.
             writing = True
@@ -151,14 +163,23 @@ async def watch(scope: Scope) -> web.StreamResponse:
     return resp
 
 
-def _encode(item: watching.WatchItem, record: ResourceRecord, *, protobuf_frames: bool = False) -> bytes:
-    """The event's JSON line or protobuf frame; encoded once per (type, version, encoding) and
-    shared by every watcher."""
+def _encode(
+    item: watching.WatchItem,
+    record: ResourceRecord,
+    *,
+    protobuf_frames: bool = False,
+    metadata_only: str = "",
+) -> bytes:
+    """The event's JSON line or protobuf frame; encoded once per (type, version, encoding, view)
+    and shared by every watcher. ``metadata_only`` is a meta.k8s.io version: objects (not errors)
+    go as PartialObjectMetadata of it."""
     obj = to_version(record, item.object) if item.type != "ERROR" else item.object
+    if metadata_only and item.type != "ERROR":
+        obj = partial.of_object(obj, metadata_only)
     encode = _frame if protobuf_frames else _line
     ev = item.event
     if ev is not None:
-        memo = (item.type, record.api_version, protobuf_frames)
+        memo = (item.type, record.api_version, protobuf_frames, metadata_only)
         cached = ev.encoded.get(memo)
         if cached is None:
             cached = ev.encoded[memo] = encode(item.type, obj)

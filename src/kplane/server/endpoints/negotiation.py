@@ -12,7 +12,7 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import orjson
 import yaml
@@ -157,12 +157,15 @@ def _loads_protobuf(body: bytes) -> Any:
 MEDIA_TYPES = (JSON, YAML, PROTOBUF)
 STREAM_MEDIA_TYPES = (JSON, PROTOBUF)
 PROTOBUF_WATCH = PROTOBUF + ";stream=watch"
+PARTIAL = "PartialObjectMetadata"
+PARTIAL_LIST = "PartialObjectMetadataList"
 _NOT_ACCEPTABLE = "only the following media types are accepted: "
 
 
 @dataclass(frozen=True, slots=True)
 class ResponseForm:
-    """How to render a reply: its media type, and whether as a Table (with which row objects).
+    """How to render a reply: its media type, and whether as a Table (with which row objects) or
+    as metadata only (``partial``).
 
     ``error`` is set when the Accept header allows nothing this endpoint can write; it is raised
     only when a successful body is about to be written, so an error found first keeps its code.
@@ -172,6 +175,8 @@ class ResponseForm:
     include_object: Literal["None", "Metadata", "Object"] = "Metadata"
     media: str = JSON
     error: errors.APIError | None = None
+    partial: str = ""  # PartialObjectMetadata or PartialObjectMetadataList: metadata only
+    partial_version: str = "v1"  # of meta.k8s.io
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,22 +212,24 @@ def _clauses(accept: str) -> list[_Clause]:
     return out
 
 
-def _allows(media: str, params: dict[str, str], *, transforms: bool) -> tuple[bool, bool]:
-    """Whether the clause's parameters allow writing ``media`` here; and whether it asks a Table."""
+def _allows(media: str, params: dict[str, str], *, transforms: bool) -> tuple[bool, str, str]:
+    """Whether the clause's parameters allow writing ``media`` here, and the transformation it asks
+    (``as`` kind and meta.k8s.io version, or empty strings)."""
     if params.get("stream") and (media == YAML or params["stream"] != "watch"):
-        return False, False
+        return False, "", ""
     if params.get("sv") and (not transforms or params["sv"] != "v1"):
-        return False, False
-    target = [params.get(k) for k in ("as", "g", "v")]
-    if not any(target):
-        return True, False
-    if not transforms or target[1] != "meta.k8s.io" or target[2] not in ("v1", "v1beta1"):
-        return False, False
-    if target[0] == "Table":
-        return media in (JSON, YAML), True
-    # PartialObjectMetadata(List): answered as the plain object in JSON, as before; not in protobuf
-    # or YAML, where a client would decode the full object as metadata.
-    return media == JSON and target[0] in ("PartialObjectMetadata", "PartialObjectMetadataList"), False
+        return False, "", ""
+    kind, group, version = (params.get(k) or "" for k in ("as", "g", "v"))
+    if not (kind or group or version):
+        return True, "", ""
+    if not transforms or group != "meta.k8s.io" or version not in ("v1", "v1beta1"):
+        return False, "", ""
+    if kind == "Table":
+        return media in (JSON, YAML), kind, version
+    if kind in (PARTIAL, PARTIAL_LIST):
+        # Any serializer, custom resources included; kplane has the v1 descriptors only.
+        return media != PROTOBUF or version == "v1", kind, version
+    return False, "", ""
 
 
 def _matches(clause: _Clause, media: str) -> bool:
@@ -232,39 +239,47 @@ def _matches(clause: _Clause, media: str) -> bool:
     return clause.type == kind and clause.subtype in (sub, "*")
 
 
+class Chosen(NamedTuple):
+    """A negotiated reply: its media type and the transformation asked (``as``, meta.k8s.io version)."""
+
+    media: str
+    target: str = ""
+    version: str = ""
+
+
 def negotiate(
     accept: str | None,
     *,
     protobuf_ok: Callable[[], bool] = lambda: True,
     transforms: bool = True,
     stream: bool = False,
-) -> tuple[str, bool] | None:
-    """The media type to answer in and whether as a Table, or None when nothing is acceptable.
+) -> Chosen | None:
+    """What to answer in, or None when nothing is acceptable.
 
     ``protobuf_ok`` says whether the endpoint's kind has a protobuf form (asked only when the
     header names protobuf); ``transforms`` is False for errors; ``stream`` is True for watches.
     """
     if not accept:
-        return JSON, False
+        return Chosen(JSON)
     return _negotiate(accept, "protobuf" not in accept or protobuf_ok(), transforms, stream)
 
 
 @functools.lru_cache(maxsize=1024)  # clients send a handful of distinct headers
-def _negotiate(accept: str, protobuf_ok: bool, transforms: bool, stream: bool) -> tuple[str, bool] | None:
+def _negotiate(accept: str, protobuf_ok: bool, transforms: bool, stream: bool) -> Chosen | None:
     if not accept.strip():
-        return JSON, False
+        return Chosen(JSON)
     for clause in _clauses(accept):
         for media in MEDIA_TYPES:
             if not _matches(clause, media):
                 continue
             if media == PROTOBUF and not clause.params.get("as") and not protobuf_ok:
                 continue
-            ok, as_table = _allows(media, clause.params, transforms=transforms)
+            ok, target, version = _allows(media, clause.params, transforms=transforms)
             if not ok:
                 continue
             if stream and media == YAML:
                 return None  # upstream picks YAML, then finds it has no stream serializer
-            return media, as_table
+            return Chosen(media, target, version)
     return None
 
 
@@ -288,11 +303,12 @@ def response_form(
     chosen = negotiate(accept, protobuf_ok=protobuf_ok, stream=stream)
     if chosen is None:
         return ResponseForm(error=not_acceptable(stream=stream))
-    media, as_table = chosen
-    if not as_table:
-        return ResponseForm(media=media)
-    inc = include_object if include_object in ("None", "Metadata", "Object") else "Metadata"
-    return ResponseForm(True, inc, media)  # type: ignore[arg-type]
+    if chosen.target == "Table":
+        inc = include_object if include_object in ("None", "Metadata", "Object") else "Metadata"
+        return ResponseForm(True, inc, chosen.media)  # type: ignore[arg-type]
+    if chosen.target:
+        return ResponseForm(media=chosen.media, partial=chosen.target, partial_version=chosen.version)
+    return ResponseForm(media=chosen.media)
 
 
 _SafeDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -339,5 +355,4 @@ def error_body(status: dict[str, Any], accept: str | None) -> tuple[bytes, str]:
     chosen = negotiate(accept, transforms=False)
     if chosen is None:
         return json.dumps(status, indent=2, ensure_ascii=False).encode(), JSON
-    media = chosen[0]
-    return encode(status, media), media
+    return encode(status, chosen.media), chosen.media

@@ -14,7 +14,7 @@ from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
-from kplane.server.endpoints import encoded, negotiation
+from kplane.server.endpoints import encoded, negotiation, partial
 from kplane.server.endpoints.requestinfo import RequestInfo
 from kplane.server.registry.fieldschema import WriteOptions
 from kplane.server.registry.store import Registry
@@ -122,6 +122,13 @@ class Scope:
         form = self.form
         if form.error is not None:
             raise form.error
+        if form.partial and obj.get("kind") != "Status":
+            if form.partial == negotiation.PARTIAL_LIST:
+                raise partial.list_expected(self.record)
+            if form.media == negotiation.PROTOBUF:
+                body = self.protobuf_memo.encode(obj, partial.api_version(form.partial_version), form.partial)
+                return web.Response(body=body, status=status, headers=self.headers(form.media))
+            return self.respond_plain(partial.of_object(obj, form.partial_version), status)
         if form.table and obj.get("kind") != "Status":
             tbl = table.table(
                 self.record, [obj], include_object=self.form.include_object, now=self.clock.now()
