@@ -53,9 +53,9 @@ class Watcher:
     async def _run(self, rv: str) -> None:
         while True:
             async for event in self._rc.watch(ListOptions(resource_version=rv)):
-                obj = event["object"]
+                obj = event.object
                 rv = obj["metadata"]["resourceVersion"]
-                if event["type"] in ("ADDED", "MODIFIED") and _observed(obj):
+                if event.type in ("ADDED", "MODIFIED") and _observed(obj):
                     self._mark(obj["metadata"]["name"])
 
     def _mark(self, name: str) -> None:

@@ -10,7 +10,8 @@ import asyncio
 import sys
 from typing import Any
 
-from kplane.client import Config, dynamic, rest
+from kplane.client import Client, Config
+from kplane.client.models import core_v1
 from kplane.informers import (
     FactoryOptions,
     HandlerFuncs,
@@ -20,13 +21,11 @@ from kplane.informers import (
 )
 from kplane.workqueue import Queue
 
-CONFIGMAPS = dynamic.Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
-
 
 async def main(kubeconfig: str, namespace: str, once: bool) -> None:
-    async with rest.RESTClient(Config.from_kubeconfig(kubeconfig)) as rc:
-        factory = SharedInformerFactory(dynamic.DynamicClient(rc), FactoryOptions(namespace=namespace))
-        informer = await factory.informer(CONFIGMAPS)
+    async with Client(Config.from_kubeconfig(kubeconfig)) as client:
+        factory = SharedInformerFactory(client.dynamic, FactoryOptions(namespace=namespace))
+        informer = await factory.informer(core_v1.ConfigMap)  # typed objects; "configmaps" gives dicts
         queue: Queue[str] = Queue()
 
         def enqueue(obj: Any, new: Any = None) -> None:
@@ -38,7 +37,8 @@ async def main(kubeconfig: str, namespace: str, once: bool) -> None:
         while not (once and len(queue) == 0):
             key = await queue.get()
             obj = informer.store.get_by_key(key)  # the cache's current state (None: deleted)
-            print(key, "deleted" if obj is None else obj["metadata"]["resourceVersion"], flush=True)
+            state = "deleted" if obj is None or obj.metadata is None else obj.metadata.resource_version
+            print(key, state, flush=True)
             queue.done(key)
         await factory.shutdown()
 

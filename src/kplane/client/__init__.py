@@ -18,7 +18,8 @@ from kplane.client.mapper import NoMatchError, RESTMapper
 from kplane.client.options import ALL, ListOptions
 from kplane.client.rest import RESTClient
 from kplane.client.retry import on_error, retry_on_conflict
-from kplane.client.typed import Client, ObjectList, TypedClient, WatchEvent
+from kplane.client.typed import Client, ObjectList, TypedClient
+from kplane.client.watch import WatchEvent
 
 __all__ = [
     "ALL",

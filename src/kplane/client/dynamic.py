@@ -30,6 +30,7 @@ from kplane.client import mapper as mapper_mod
 from kplane.client import options as options_mod
 from kplane.client import resource as resource_mod
 from kplane.client import rest
+from kplane.client import watch as watch_mod
 
 PatchType = Literal["json", "merge", "strategic", "apply"]
 
@@ -50,11 +51,9 @@ _EVERYTHING = ListOptions()
 
 ObjT = TypeVar("ObjT")
 ListT = TypeVar("ListT")
-EventT = TypeVar("EventT")
-EventT_co = TypeVar("EventT_co", covariant=True)
 
 
-class Codec(Protocol[ObjT, ListT, EventT_co]):
+class Codec(Protocol[ObjT, ListT]):
     """How a ``ResourceClient`` turns its objects into request bodies and replies into objects.
 
     Decoders receive whole reply bodies (one object, one list page, one watch line) and must not
@@ -69,7 +68,9 @@ class Codec(Protocol[ObjT, ListT, EventT_co]):
 
     def decode_list(self, data: bytes) -> ListT: ...
 
-    def decode_event(self, line: bytes) -> EventT_co: ...
+    def decode_event(self, line: bytes) -> watch_mod.WatchEvent[ObjT]:
+        """One watch line as an event; an ERROR event raises its typed error (``watch.decode``'s rule)."""
+        ...
 
     def list_parts(self, page: ListT, resource: Resource) -> tuple[list[ObjT], str, str]:
         """A page's items (with ``apiVersion``/``kind`` set), its resourceVersion and continue token."""
@@ -96,7 +97,9 @@ class JSONCodec:
         return out
 
     decode_list = decode
-    decode_event = decode
+
+    def decode_event(self, line: bytes) -> watch_mod.WatchEvent[Object]:
+        return watch_mod.decode(orjson.loads(line))
 
     def list_parts(self, page: Object, resource: Resource) -> tuple[list[Object], str, str]:
         items: list[Object] = page.get("items") or []
@@ -149,14 +152,14 @@ def _delete_options(
     return {"kind": "DeleteOptions", "apiVersion": "v1", **opts}
 
 
-class ResourceClient(Generic[ObjT, ListT, EventT]):
+class ResourceClient(Generic[ObjT, ListT]):
     """Every verb on one resource; objects in and out go through ``codec``."""
 
     def __init__(
         self,
         rest_client: rest.RESTClient,
         ref: ResourceRef,
-        codec: Codec[ObjT, ListT, EventT],
+        codec: Codec[ObjT, ListT],
         *,
         namespace: options_mod.Namespace = None,
         mapper: mapper_mod.RESTMapper | None = None,
@@ -266,11 +269,12 @@ class ResourceClient(Generic[ObjT, ListT, EventT]):
 
     async def watch(
         self, options: ListOptions | None = None, *, namespace: options_mod.Namespace = None
-    ) -> AsyncIterator[EventT]:
-        """The server's watch events, as sent (``ERROR`` and ``BOOKMARK`` included), until it ends.
+    ) -> AsyncIterator[watch_mod.WatchEvent[ObjT]]:
+        """The server's watch events (BOOKMARKs included) until it ends the stream.
 
-        Errors before the stream starts raise typed errors; a 410 for a too-old resourceVersion
-        arrives as an ``ERROR`` event (upstream sends it in-stream once the watch has started).
+        Errors raise typed errors, before the stream starts or from within it: an ERROR event (such
+        as upstream's in-stream 410 for a too-old resourceVersion) raises ``errors.Gone`` and so on,
+        the same for the dynamic and the typed client.
         """
         _, path = await self._path(namespace, one=False)
         query = (options or _EVERYTHING).query(watch=True)
@@ -396,7 +400,7 @@ class ResourceClient(Generic[ObjT, ListT, EventT]):
         return out
 
 
-DynamicResourceClient = ResourceClient[Object, Object, Object]
+DynamicResourceClient = ResourceClient[Object, Object]
 
 
 class DynamicClient:

@@ -9,8 +9,9 @@ their plural through the built-in resource table, anything else through the REST
 ``Client`` bundles one REST client, discovery, the mapper and both clients: its ``resource``
 takes a model class (typed) or anything the dynamic client accepts.
 
-Typed watch streams raise the ``ERROR`` event's typed error (e.g. ``errors.Gone``) instead of
-yielding it, since its object is a ``Status`` and not a model. Subresources on ``update`` and
+Watch streams yield ``kplane.client.watch.WatchEvent[Model]`` (the dynamic client's event type,
+with a model for ``object``) and raise an ``ERROR`` event's typed error (e.g. ``errors.Gone``),
+as the dynamic client does. Subresources on ``update`` and
 ``patch`` must return the resource's own kind (``status``); use ``get_subresource`` or the dynamic
 client for ``scale``.
 """
@@ -24,11 +25,12 @@ from typing import Any, Generic, TypeVar, overload
 import msgspec
 import orjson
 
-from kplane.api import builtin, errors
+from kplane.api import builtin
 from kplane.api.gvk import GroupVersionKind
 from kplane.client import config as config_mod
 from kplane.client import discovery, dynamic, mapper, rest, transport
 from kplane.client import options as options_mod
+from kplane.client import watch as watch_mod
 from kplane.client.models import _base, meta_v1
 
 M = TypeVar("M", bound=_base.Model)
@@ -43,11 +45,7 @@ class ObjectList(msgspec.Struct, Generic[M], kw_only=True, omit_defaults=True, g
     items: list[M] = msgspec.field(default_factory=list)
 
 
-class WatchEvent(msgspec.Struct, Generic[M], frozen=True, gc=False):
-    """One watch event: ``type`` is ADDED, MODIFIED, DELETED or BOOKMARK."""
-
-    type: str
-    object: M
+WatchEvent = watch_mod.WatchEvent
 
 
 class _RawEvent(msgspec.Struct, gc=False):
@@ -79,11 +77,12 @@ class StructCodec(Generic[M]):
         out: ObjectList[M] = self._list.decode(data)
         return out
 
-    def decode_event(self, line: bytes) -> WatchEvent[M]:
+    def decode_event(self, line: bytes) -> watch_mod.WatchEvent[M]:
         raw = _RAW_EVENT.decode(line)
-        if raw.type == "ERROR":
-            raise errors.from_status(orjson.loads(bytes(raw.object)))
-        return WatchEvent(raw.type, self._obj.decode(raw.object))
+        kind = watch_mod.event_type(raw.type)
+        if kind is watch_mod.EventType.ERROR:
+            watch_mod.raise_error(kind, orjson.loads(bytes(raw.object)))
+        return watch_mod.WatchEvent(kind, self._obj.decode(raw.object))
 
     def list_parts(self, page: ObjectList[M], resource: dynamic.Resource) -> tuple[list[M], str, str]:
         for item in page.items:  # Lists omit their items' kind; set it as the dynamic client does.
@@ -103,7 +102,7 @@ class StructCodec(Generic[M]):
         return meta.name or "", meta.namespace or ""
 
 
-TypedResourceClient = dynamic.ResourceClient[M, ObjectList[M], WatchEvent[M]]
+TypedResourceClient = dynamic.ResourceClient[M, ObjectList[M]]
 
 _BUILTIN: dict[GroupVersionKind, dynamic.Resource] = {
     rec.gvk: dynamic.Resource(rec.group, rec.version, rec.plural, rec.kind, rec.namespaced)

@@ -27,7 +27,7 @@ import enum
 import logging
 import random
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from kplane._util import backoff as backoff_mod
 from kplane._util import clock as clock_mod
@@ -58,49 +58,72 @@ class EventType(enum.StrEnum):
     ERROR = "ERROR"
 
 
+T = TypeVar("T")
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
-class WatchEvent:
-    """One event of a watch stream. ``object`` is the decoded JSON object; treat it as read-only."""
+class WatchEvent(Generic[T]):
+    """One event of a watch stream, from the dynamic client (``object`` a dict) or the typed one (a model).
+
+    ``type`` is ADDED, MODIFIED, DELETED or BOOKMARK: an ERROR event is never yielded, the stream
+    raises its typed error instead (``errors.Gone`` for 410 Expired). Treat ``object`` as read-only.
+    """
 
     type: EventType
-    object: Object
+    object: T
 
     @property
     def resource_version(self) -> str:
         """The object's ``metadata.resourceVersion`` (``""`` if absent)."""
-        return resource_version_of(self.object)
+        return str(_meta(self.object, "resourceVersion", "resource_version") or "")
 
     @property
     def is_initial_events_end(self) -> bool:
         """True for the BOOKMARK that closes the initial events of a WatchList stream."""
         if self.type is not EventType.BOOKMARK:
             return False
-        annotations = (self.object.get("metadata") or {}).get("annotations") or {}
-        return annotations.get(INITIAL_EVENTS_END) == "true"
+        annotations = _meta(self.object, "annotations", "annotations") or {}
+        return bool(annotations.get(INITIAL_EVENTS_END) == "true")
+
+
+def _meta(obj: Any, key: str, attr: str) -> Any:
+    """``metadata[key]`` of a dict, ``metadata.<attr>`` of a model; ``None`` when absent."""
+    if isinstance(obj, Mapping):
+        meta = obj.get("metadata")
+        return meta.get(key) if isinstance(meta, Mapping) else None
+    return getattr(getattr(obj, "metadata", None), attr, None)
 
 
 class VeryShortWatchError(Exception):
     """The server ended a watch immediately and without events; something is wrong with it."""
 
 
-def resource_version_of(obj: Mapping[str, Any]) -> str:
-    """``obj["metadata"]["resourceVersion"]`` of a JSON object, ``""`` when absent."""
-    meta = obj.get("metadata")
-    return str(meta.get("resourceVersion") or "") if isinstance(meta, Mapping) else ""
-
-
-def decode(raw: Mapping[str, Any]) -> WatchEvent:
-    """A typed event from a raw ``{"type", "object"}`` line; an ERROR event raises its typed error."""
+def event_type(value: object) -> EventType:
+    """The ``EventType`` of a raw event's ``type``; an unknown one is a server error."""
     try:
-        kind = EventType(str(raw.get("type")))
+        return EventType(str(value))
     except ValueError:
-        raise errors.InternalError(f"unknown watch event type {raw.get('type')!r}") from None
+        raise errors.InternalError(f"unknown watch event type {value!r}") from None
+
+
+def decode(raw: Mapping[str, Any]) -> WatchEvent[Object]:
+    """The event of a raw ``{"type", "object"}`` dict; an ERROR event raises its typed error.
+
+    This is the one place where an ERROR event becomes an exception, for dicts; the typed codec
+    applies the same rule through ``raise_error``.
+    """
+    kind = event_type(raw.get("type"))
     obj = raw.get("object")
     if not isinstance(obj, dict):
         raise errors.InternalError(f"watch event {kind} carries no object")
-    if kind is EventType.ERROR:
-        raise errors.from_status(obj)
+    raise_error(kind, obj)
     return WatchEvent(kind, obj)
+
+
+def raise_error(kind: EventType, status: Any) -> None:
+    """Raise the typed error an ERROR event carries (its object is a ``Status``); other kinds pass."""
+    if kind is EventType.ERROR:
+        raise errors.from_status(status if isinstance(status, dict) else {})
 
 
 def random_watch_timeout(rand: backoff_mod.Rand = random.random) -> int:
@@ -123,9 +146,9 @@ def is_retriable(err: BaseException) -> bool:
 class ListerWatcher(Protocol):
     """Lists and watches one resource (client-go ``cache.ListerWatcher``).
 
-    ``list`` returns ONE page of the raw List JSON; ``watch`` returns the raw events
-    (``{"type", "object"}`` dicts, including ERROR and BOOKMARK) and ends when the server ends the
-    stream. Non-2xx answers raise ``kplane.api.errors`` exceptions. Selectors are the
+    ``list`` returns ONE page of the raw List JSON; ``watch`` yields ``WatchEvent``s (BOOKMARKs
+    included) and ends when the server ends the stream. Non-2xx answers and ERROR events raise
+    ``kplane.api.errors`` exceptions. Selectors are the
     ListerWatcher's own: callers set only versions, paging and watch parameters in ``options``.
     """
 
@@ -133,8 +156,8 @@ class ListerWatcher(Protocol):
         """One page of the List."""
         ...
 
-    def watch(self, options: options_mod.ListOptions) -> AsyncIterator[Object]:
-        """The raw event stream of one watch request."""
+    def watch(self, options: options_mod.ListOptions) -> AsyncIterator[WatchEvent[Object]]:
+        """The event stream of one watch request."""
         ...
 
 
@@ -147,7 +170,7 @@ class ResourceListWatch(Protocol):
 
     def watch(
         self, options: options_mod.ListOptions | None = None, *, namespace: options_mod.Namespace = None
-    ) -> AsyncIterator[Object]: ...
+    ) -> AsyncIterator[WatchEvent[Object]]: ...
 
 
 _NO_SELECTOR = options_mod.ListOptions()
@@ -169,7 +192,7 @@ class ListWatch:
     async def list(self, options: options_mod.ListOptions) -> Object:
         return await self.client.list(options.selecting(self.selector), namespace=self.namespace)
 
-    def watch(self, options: options_mod.ListOptions) -> AsyncIterator[Object]:
+    def watch(self, options: options_mod.ListOptions) -> AsyncIterator[WatchEvent[Object]]:
         return self.client.watch(options.selecting(self.selector), namespace=self.namespace)
 
 
@@ -195,7 +218,7 @@ class RetryWatcher:
         bookmarks: bool = False,
         clock: clock_mod.Clock | None = None,
         backoff: backoff_mod.BackoffManager | None = None,
-        stream: AsyncIterator[Object] | None = None,
+        stream: AsyncIterator[WatchEvent[Object]] | None = None,
         _rand: backoff_mod.Rand = random.random,
     ) -> None:
         if resource_version in ("", "0"):
@@ -213,10 +236,10 @@ class RetryWatcher:
         """The resourceVersion the next watch request would resume from."""
         return self._rv
 
-    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+    def __aiter__(self) -> AsyncIterator[WatchEvent[Object]]:
         return self._events()
 
-    async def _events(self) -> AsyncIterator[WatchEvent]:
+    async def _events(self) -> AsyncIterator[WatchEvent[Object]]:
         while True:
             stream, self._stream = self._stream, None
             started = self._clock.monotonic()
@@ -228,8 +251,7 @@ class RetryWatcher:
                             resource_version=self._rv, timeout_seconds=random_watch_timeout(self._rand)
                         )
                     )
-                async for raw in stream:
-                    event = decode(raw)
+                async for event in stream:
                     seen += 1
                     rv = event.resource_version
                     if rv:
@@ -251,7 +273,7 @@ class RetryWatcher:
             await self._clock.sleep(delay)
 
 
-async def _aclose(stream: AsyncIterator[Object]) -> None:
+async def _aclose(stream: AsyncIterator[Any]) -> None:
     """Close an async generator stream so its HTTP response is released promptly."""
     close = getattr(stream, "aclose", None)
     if close is not None:

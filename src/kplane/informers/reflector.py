@@ -169,7 +169,7 @@ class Reflector:
     # One round.
 
     async def _list_and_watch(self) -> None:
-        stream: AsyncIterator[Object] | None = None
+        stream: AsyncIterator[watch_mod.WatchEvent[Object]] | None = None
         if self._watch_list:
             stream = await self._watch_list_sync()
         if stream is None:
@@ -236,7 +236,7 @@ class Reflector:
             token = (page.get("metadata") or {}).get("continue") or ""
         return items, rv
 
-    async def _watch_list_sync(self) -> AsyncIterator[Object] | None:
+    async def _watch_list_sync(self) -> AsyncIterator[watch_mod.WatchEvent[Object]] | None:
         """Sync through a WatchList stream; return it for further events, or None to LIST instead."""
         rv = "" if self._rv_unavailable else self._last_rv
         stream = self._lw.watch(
@@ -249,8 +249,7 @@ class Reflector:
         )
         items: dict[str, Any] = {}
         try:
-            async for raw in stream:
-                event = watch_mod.decode(raw)
+            async for event in stream:
                 if event.is_initial_events_end:
                     self._rv_unavailable = False
                     self._replace(builtins.list(items.values()), event.resource_version)

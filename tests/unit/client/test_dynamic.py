@@ -201,8 +201,8 @@ async def test_watch_sees_changes(client: typed.Client, namespace: str) -> None:
 
     async def consume() -> None:
         async for ev in cms.watch(ListOptions(resource_version=rv, timeout_seconds=5, allow_bookmarks=False)):
-            events.append((ev["type"], ev["object"]["metadata"]["name"]))
-            if ev["type"] == "DELETED":
+            events.append((ev.type, ev.object["metadata"]["name"]))
+            if ev.type == "DELETED":
                 return
 
     task = asyncio.create_task(consume())

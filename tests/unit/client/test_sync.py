@@ -26,7 +26,7 @@ def test_sync_verbs_errors_and_watch(config: Config, name: str) -> None:
         assert "s" in [i["metadata"]["name"] for i in items]
         events = cms.watch(ListOptions(resource_version="0", timeout_seconds=1))
         first = next(iter(events))
-        assert first["type"] in {"ADDED", "BOOKMARK"}
+        assert first.type in {"ADDED", "BOOKMARK"}
         events.close()
         typed_cms = c.resource(core_v1.ConfigMap, namespace=name)
         got = typed_cms.create(core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="t")))

@@ -42,7 +42,7 @@ class Failing:
     async def list(self, options: ListOptions) -> dict[str, Any]:
         return await self.inner.list(options)
 
-    def watch(self, options: ListOptions) -> AsyncIterator[dict[str, Any]]:
+    def watch(self, options: ListOptions) -> AsyncIterator[watch_mod.WatchEvent[dict[str, Any]]]:
         if self.failures > 0:
             self.failures -= 1
             raise ConnectionRefusedError("down")
@@ -82,7 +82,7 @@ async def test_very_short_empty_watch_counts_as_an_error() -> None:
         async def list(self, options: ListOptions) -> dict[str, Any]:
             return {}
 
-        async def watch(self, options: ListOptions) -> AsyncIterator[dict[str, Any]]:
+        async def watch(self, options: ListOptions) -> AsyncIterator[watch_mod.WatchEvent[dict[str, Any]]]:
             Empty.calls += 1
             return
             yield {}

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+from kplane.client import watch as watch_mod
 from kplane.client.options import ListOptions
 
 Object = dict[str, Any]
@@ -75,7 +76,12 @@ class FakeListerWatcher:
             "items": [dict(o) for o in self.objects.values()],
         }
 
-    async def watch(self, options: ListOptions) -> AsyncIterator[Object]:
+    async def watch(self, options: ListOptions) -> AsyncIterator[watch_mod.WatchEvent[Object]]:
+        """The events a server would send; an ERROR line raises its error, as the real clients do."""
+        async for raw in self._raw_watch(options):
+            yield watch_mod.decode(raw)
+
+    async def _raw_watch(self, options: ListOptions) -> AsyncIterator[Object]:
         resource_version, send_initial_events = options.resource_version, options.send_initial_events
         self.watches.append(resource_version)
         generation = self._generation

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from kplane.client import dynamic
+from kplane.client.models import core_v1
 from kplane.informers import factory as factory_mod
+from kplane.informers import handlers as handlers_mod
 from kplane.informers import informer as informer_mod
-from kplane.testing import ControlPlane
+from kplane.testing import ControlPlane, eventually
 from tests.unit.informers import _fake, _live
 
 
@@ -35,3 +37,28 @@ async def test_factory_shares_informers_and_strips_managed_fields(tmp_path: Path
         await factory.shutdown()
         with pytest.raises(informer_mod.InformerStateError):
             await factory.informer(_live.EVENTS)
+
+
+async def test_informers_over_model_classes_and_resource_names() -> None:
+    """A model class gives typed objects in cache, lister and handlers; names share the dict informer."""
+    async with ControlPlane() as cp:
+        dc = cp.client.dynamic
+        await dc.resource("configmaps", "default").create({"metadata": {"name": "one"}, "data": {"k": "v"}})
+        factory = factory_mod.SharedInformerFactory(dc)
+        typed_inf = await factory.informer(core_v1.ConfigMap)
+        by_plural = await factory.informer("configmaps")
+        assert by_plural is await factory.informer("ConfigMap") is await factory.informer(_live.CONFIGMAPS)
+        assert typed_inf is not by_plural and typed_inf is await factory.informer(core_v1.ConfigMap)
+        handled: list[core_v1.ConfigMap] = []
+        typed_inf.add_event_handler(handlers_mod.HandlerFuncs(add=handled.append))
+        factory.start()
+        async with asyncio.timeout(10):
+            await factory.wait_for_cache_sync()
+        cached = (await factory.lister(core_v1.ConfigMap)).namespaced("default").get("one")
+        assert isinstance(cached, core_v1.ConfigMap) and cached.data == {"k": "v"}
+        assert cached.metadata is not None and cached.metadata.managed_fields is None
+        await eventually(lambda: [h.metadata.name for h in handled if h.metadata] == ["one"])
+        assert isinstance(by_plural.store.get_by_key("default/one"), dict)
+        await factory.shutdown()
+    with pytest.raises(TypeError, match="not a kplane model class"):
+        await factory_mod.SharedInformerFactory(dc).informer(int)  # type: ignore[call-overload]

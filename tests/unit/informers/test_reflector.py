@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kplane._util import clock as clock_mod
+from kplane.api import errors
 from kplane.client import watch as watch_mod
 from kplane.client.options import ListOptions
 from kplane.informers import reflector as reflector_mod
@@ -141,14 +142,16 @@ class GatedListWatch:
     async def list(self, options: ListOptions) -> dict[str, Any]:
         return await self.inner.list(options)
 
-    async def watch(self, options: ListOptions) -> AsyncIterator[dict[str, Any]]:
+    async def watch(self, options: ListOptions) -> AsyncIterator[watch_mod.WatchEvent[dict[str, Any]]]:
         await self.open.wait()
-        async for raw in self.inner.watch(options):
-            if not self.open.is_set():
-                raise ConnectionResetError("cut by the test")
-            if raw.get("type") == "ERROR" and raw["object"].get("code") == 410:
-                self.gone_seen += 1
-            yield raw
+        try:
+            async for event in self.inner.watch(options):
+                if not self.open.is_set():
+                    raise ConnectionResetError("cut by the test")
+                yield event
+        except errors.Gone:
+            self.gone_seen += 1
+            raise
 
 
 async def test_forced_410_relists_to_the_servers_state(tmp_path: Path) -> None:
@@ -199,7 +202,7 @@ class CountingListWatch:
         self.listed += 1
         return await self.inner.list(options)
 
-    def watch(self, options: ListOptions) -> AsyncIterator[dict[str, Any]]:
+    def watch(self, options: ListOptions) -> AsyncIterator[watch_mod.WatchEvent[dict[str, Any]]]:
         return self.inner.watch(options)
 
 

@@ -8,8 +8,10 @@ import aiohttp
 import pytest
 
 from kplane.api import errors
-from kplane.client import Backoff, retry_on_conflict
+from kplane.client import Backoff, WatchEvent, retry_on_conflict
+from kplane.client.models import core_v1
 from kplane.client.options import ListOptions
+from kplane.client.watch import EventType
 from kplane.testing import (
     Conflicts,
     ControlPlane,
@@ -104,19 +106,19 @@ async def test_dropped_watch_is_cut_after_the_planned_lines() -> None:
 
 
 async def test_watch_resumed_from_a_resource_version_expires() -> None:
-    """A resumed watch gets upstream's in-stream ERROR 410; a watch from "0" is untouched."""
+    """A resumed watch gets upstream's in-stream ERROR 410 (raised as Gone); a watch from "0" is untouched."""
     plan = FaultPlan(ExpireOnResume(), seed=0)
     async with ControlPlane(faults=plan) as cp:
         cms = cp.client.resource("configmaps", namespace="default")
         cm = await cms.create({"metadata": {"name": "c"}})
         rv = cm["metadata"]["resourceVersion"]
-        events = [e async for e in cms.watch(ListOptions(resource_version=rv, timeout_seconds=1))]
-        assert [e["type"] for e in events] == ["ERROR"]
-        status = events[0]["object"]
-        assert (status["code"], status["reason"]) == (410, "Expired")
-        assert status["message"] == f"too old resource version: {rv} ({int(rv) + 1})"
+        with pytest.raises(errors.Gone) as gone:
+            async for _ in cms.watch(ListOptions(resource_version=rv, timeout_seconds=1)):
+                pass
+        assert (gone.value.code, gone.value.reason) == (410, "Expired")
+        assert str(gone.value) == f"too old resource version: {rv} ({int(rv) + 1})"
         async for event in cms.watch(ListOptions(resource_version="0", timeout_seconds=1)):
-            assert event["type"] == "ADDED"
+            assert event.type == "ADDED"
             break
 
 
@@ -130,3 +132,20 @@ async def test_slow_writes_are_delayed_and_recorded() -> None:
         assert [(i.rule, i.verb) for i in plan.log] == [("SlowWrites", "create")]
         assert plan.log[0].detail.startswith("delayed 0.01")
     assert "seed=0" in str(plan)
+
+
+async def test_dynamic_and_typed_watches_share_one_event_type_and_error_rule() -> None:
+    """Both clients yield kplane.client.WatchEvent and raise Gone for an in-stream ERROR 410."""
+    plan = FaultPlan(ExpireOnResume(), seed=0)
+    async with ControlPlane(faults=plan) as cp:
+        dyn = cp.client.resource("configmaps", namespace="default")
+        typ = cp.client.resource(core_v1.ConfigMap, namespace="default")
+        rv = (await dyn.create({"metadata": {"name": "c"}}))["metadata"]["resourceVersion"]
+        for client in (dyn, typ):
+            async for event in client.watch(ListOptions(resource_version="0", timeout_seconds=1)):
+                assert isinstance(event, WatchEvent) and event.type is EventType.ADDED
+                assert event.resource_version == rv
+                break
+            with pytest.raises(errors.Gone, match="too old resource version"):
+                async for _ in client.watch(ListOptions(resource_version=rv, timeout_seconds=1)):
+                    pass
