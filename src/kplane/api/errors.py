@@ -23,7 +23,10 @@ agree on one vocabulary::
     └── Timeout               504 Timeout
 
 Messages follow upstream's ``k8s.io/apimachinery/pkg/api/errors`` wording, because users and
-tools match on them. ``TerminalError`` is a marker mixin for failures a controller must not retry.
+tools match on them. A ``Status`` carries ``details`` exactly when upstream's error has them: an
+error built with ``details=None`` sends none, one built with ``details={}`` sends ``"details": {}``
+(kubectl dereferences it), and keys always come in upstream's order (name, group, kind, uid,
+causes, retryAfterSeconds). ``TerminalError`` is a marker mixin for failures a controller must not retry.
 """
 
 from __future__ import annotations
@@ -161,6 +164,7 @@ class APIError(Exception):
 
     message: str
     details: dict[str, Any]
+    has_details: bool
     code: int
     reason: str
     retry_after: int | None
@@ -179,6 +183,7 @@ class APIError(Exception):
         super().__init__(message)
         self.message = message
         self.details = details or {}
+        self.has_details = details is not None
         self.code = code if code is not None else self.default_code
         self.reason = reason if reason is not None else self.default_reason
         self.retry_after = retry_after
@@ -202,14 +207,25 @@ class APIError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "details": dict(self.details),
-            "code": self.code,
         }
+        details = dict(self.details)
         if self.retry_after is not None:
-            status["details"]["retryAfterSeconds"] = self.retry_after
-        if not status["details"]:
-            del status["details"]
+            details["retryAfterSeconds"] = self.retry_after
+        if details or self.has_details:
+            status["details"] = ordered_details(details)
+        status["code"] = self.code
         return status
+
+
+_DETAIL_ORDER = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+
+
+def ordered_details(details: dict[str, Any]) -> dict[str, Any]:
+    """``StatusDetails`` keys in the order Go encodes the struct's fields; empty values dropped, as
+    their ``omitempty`` tags do."""
+    out = {k: details[k] for k in _DETAIL_ORDER if details.get(k)}
+    out.update((k, v) for k, v in details.items() if k not in out and v)
+    return out
 
 
 class TerminalError(Exception):
@@ -323,11 +339,11 @@ def from_status(status: Status, *, http_code: int | None = None) -> APIError:
     code = int(status.get("code") or http_code or 500)
     reason = str(status.get("reason") or "")
     cls = _BY_REASON.get(reason) or _BY_CODE.get(code) or APIError
-    details = status.get("details") or {}
+    details = status.get("details")
     retry = details.get("retryAfterSeconds") if isinstance(details, dict) else None
     return cls(
         str(status.get("message") or reason or f"HTTP {code}"),
-        details=dict(details) if isinstance(details, dict) else {},
+        details=dict(details) if isinstance(details, dict) else None,
         code=code,
         reason=reason or cls.default_reason,
         retry_after=int(retry) if isinstance(retry, int) else None,
@@ -338,10 +354,7 @@ def from_status(status: Status, *, http_code: int | None = None) -> APIError:
 
 
 def _details(gr: GroupResource, name: str) -> dict[str, Any]:
-    d: dict[str, Any] = {"name": name, "kind": gr.resource} if name else {"kind": gr.resource}
-    if gr.group:
-        d["group"] = gr.group
-    return d
+    return ordered_details({"name": name, "group": gr.group, "kind": gr.resource})
 
 
 def not_found(gr: GroupResource, name: str) -> NotFound:
@@ -370,12 +383,16 @@ def invalid_object(kind: str, group: str, name: str, errs: list[FieldError]) -> 
     """422 with one cause per field error; note ``kind`` (not resource) as upstream does."""
     qualified = f"{kind}.{group}" if group else kind
     text = str(errs[0]) if len(errs) == 1 else "[" + ", ".join(str(e) for e in errs) + "]"
-    details: dict[str, Any] = {"name": name, "kind": kind, "causes": [e.cause().to_dict() for e in errs]}
-    if group:
-        details["group"] = group
+    causes = [e.cause().to_dict() for e in errs]
+    details = ordered_details({"name": name, "group": group, "kind": kind, "causes": causes})
     return Invalid(f'{qualified} "{name}" is invalid: {text}', details=details)
 
 
 def resource_not_found() -> NotFound:
-    """404 for a path that names no resource."""
+    """404 for a path that names no resource (upstream's generic server response: empty details)."""
     return NotFound("the server could not find the requested resource", details={})
+
+
+def method_not_allowed() -> MethodNotAllowed:
+    """405 for a verb the path does not serve (upstream's generic server response: empty details)."""
+    return MethodNotAllowed("the server does not allow this method on the requested resource", details={})

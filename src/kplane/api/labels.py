@@ -131,7 +131,9 @@ def _invalid(path: str, shown: str, detail: str) -> str:
 
 
 def _aggregate(errs: list[str]) -> str:
-    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+    """An ``ErrorList.ToAggregate()`` message: repeated messages are shown once."""
+    unique = list(dict.fromkeys(errs))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 # --- requirements and selectors ------------------------------------------------------------------
@@ -170,11 +172,10 @@ class Requirement:
                 if _parse_int(v) is None:
                     detail = "for 'Gt', 'Lt' operators, the value must be an integer"
                     errs.append(_invalid(f"values[{i}]", errors.go_quote(v), detail))
-        if operator not in (Operator.GREATER_THAN, Operator.LESS_THAN):
-            for i, v in enumerate(vals):
-                value_errs = label_value_errors(v)
-                if value_errs:
-                    errs.append(_invalid(f"values[{i}][{key}]", errors.go_quote(v), "; ".join(value_errs)))
+        for i, v in enumerate(vals):  # every value is a label value, Gt/Lt ones included
+            value_errs = label_value_errors(v)
+            if value_errs:
+                errs.append(_invalid(f"values[{i}][{key}]", errors.go_quote(v), "; ".join(value_errs)))
         if errs:
             raise ValueError(_aggregate(errs))
         return cls(key, operator, tuple(sorted(set(vals))))
@@ -362,9 +363,13 @@ class _Parser:
         negated = kind == "!"
         if negated:
             kind, lit = self.take()
-        if kind != _IDENT or lit in ("in", "notin"):
+        if kind != _IDENT:  # "in" and "notin" are keys here, as in upstream's Values context
             raise ValueError(f"found '{lit}', expected: identifier")
         key = lit
+        key_errs = qualified_name_errors(key)
+        if key_errs:
+            # upstream validates the key against a nil field path before building the requirement
+            raise ValueError(_invalid("<nil>", errors.go_quote(key), "; ".join(key_errs)))
         if negated:
             return Requirement.new(key, Operator.DOES_NOT_EXIST)
         if self.peek()[0] in (_END, ","):
@@ -395,28 +400,41 @@ class _Parser:
         return lit
 
     def value_set(self) -> set[str]:
+        """``( v1, v2, ... )``; empty members (``()``, ``(a,)``, ``(,a)``) are the value ``""``.
+        The messages are upstream's, including its missing comma after ``found 'x'``."""
         kind, lit = self.take()
         if kind != "(":
-            raise ValueError(f"found '{lit}', expected: '('")
+            raise ValueError(f"found '{lit}' expected: '('")
+        kind, lit = self.peek()
+        if kind == ")":
+            self.take()
+            return {""}
+        if kind not in (_IDENT, ","):
+            raise ValueError(f"found '{lit}', expected: ',', ')' or identifier")
         values: set[str] = set()
-        expect_value = True
         while True:
             kind, lit = self.take()
-            if kind == ")":
-                if expect_value:
-                    values.add("")  # "()" and "(a,)" carry an empty value, as upstream
-                return values
-            if kind == ",":
-                if expect_value:
-                    values.add("")
-                expect_value = True
-            elif kind == _IDENT and expect_value:
+            if kind == _IDENT:
                 values.add(lit)
-                expect_value = False
-            elif expect_value:
-                raise ValueError(f"found '{lit}', expected: ',', or identifier")
+                after, after_lit = self.peek()
+                if after == ")":
+                    break
+                if after != ",":
+                    raise ValueError(f"found '{after_lit}', expected: ',' or ')'")
+            elif kind == ",":
+                if not values:
+                    values.add("")
+                after = self.peek()[0]
+                if after == ")":
+                    values.add("")
+                    break
+                if after == ",":
+                    self.take()
+                    values.add("")
             else:
-                raise ValueError(f"found '{lit}', expected: ',' or ')'")
+                raise ValueError(f"found '{lit}', expected: ',', or identifier")
+        self.take()  # the closing parenthesis
+        return values
 
 
 def parse(text: str) -> Selector:

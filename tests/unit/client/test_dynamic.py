@@ -160,7 +160,7 @@ async def test_delete_preconditions(client: typed.Client, namespace: str) -> Non
     """A delete whose uid precondition does not match raises Conflict and keeps the object."""
     cms = client.resource(CM, namespace=namespace)
     await cms.create(cm("pre"))
-    with pytest.raises(errors.Conflict, match="Precondition failed"):
+    with pytest.raises(errors.Conflict, match="the UID in the precondition"):
         await cms.delete("pre", preconditions={"uid": "not-the-uid"})
     assert (await cms.get("pre"))["metadata"]["name"] == "pre"
     status = await cms.delete("pre", propagation_policy="Background")

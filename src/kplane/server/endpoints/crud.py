@@ -9,6 +9,7 @@ from aiohttp import web
 
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
+from kplane.api.catalog import ResourceRecord
 from kplane.server.endpoints import negotiation, params, patching
 from kplane.server.endpoints.scope import Scope
 from kplane.server.registry import metatypes
@@ -50,6 +51,7 @@ async def create(scope: Scope) -> web.StreamResponse:
             f"({scope.info.name})"
         )
     opts = scope.write_options()
+    opts.typed_body = True
     scope.check_duplicates(dups, opts)
     created = await scope.registry.create(scope.record, ns, obj, opts)
     return scope.respond(created, 201)
@@ -61,7 +63,11 @@ async def update(scope: Scope) -> web.StreamResponse:
     obj = negotiation.decode_object(body, content_type, kind=scope.record.kind)
     dups = negotiation.duplicate_fields(body, content_type, obj)
     opts = scope.write_options()
+    opts.typed_body = True
     scope.check_duplicates(dups, opts)
+    check_type(scope.record, obj)
+    _check_name(scope, obj)
+    uid = obj["metadata"].get("uid")
     updated = await scope.registry.update(
         scope.record,
         scope.info.namespace,
@@ -69,8 +75,32 @@ async def update(scope: Scope) -> web.StreamResponse:
         lambda current: obj,
         subresource=scope.info.subresource,
         opts=opts,
+        uid=uid if isinstance(uid, str) and uid else None,
     )
     return scope.respond(updated)
+
+
+def _check_name(scope: Scope, obj: Object) -> None:
+    """A PUT body names the object of its URL, before anything is read (handlers/update.go:
+    ``EnsureObjectNamespaceMatchesRequestNamespace``, then ``checkName`` in handlers/rest.go)."""
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise errors.BadRequest("metadata must be an object")
+    namespace = scope.info.namespace if scope.record.namespaced else ""
+    if meta.get("namespace") not in (None, "", namespace):
+        if namespace:
+            raise errors.BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        meta.pop("namespace")  # cluster-scoped: the namespace is cleared, as upstream
+    name = meta.get("name")
+    if name != scope.info.name:
+        shown = name if isinstance(name, str) else ""
+        raise errors.BadRequest(
+            f"the name of the object ({shown}) does not match the name on the URL ({scope.info.name})"
+        )
 
 
 async def patch(scope: Scope) -> web.StreamResponse:
@@ -107,7 +137,7 @@ async def _apply(scope: Scope, applied: Object) -> web.StreamResponse:
     force = scope.query.get("force") in ("true", "True", "1")
     record = scope.record
     node = scope.registry.schema.node(record)
-    check_type(record, applied)
+    _check_apply_type(record, applied)
     meta = applied.get("metadata")
     if not isinstance(meta, dict):
         raise errors.BadRequest("metadata must be an object in an apply configuration")
@@ -153,6 +183,26 @@ async def _apply(scope: Scope, applied: Object) -> web.StreamResponse:
         created = await scope.registry.create(record, scope.info.namespace, obj, opts)
         return scope.respond(created, 201)
     return scope.respond(updated)
+
+
+def _check_apply_type(record: ResourceRecord, applied: Object) -> None:
+    """An apply configuration names exactly the URL's group, version and kind; nothing is filled in
+    (managedfields/internal/versioncheck.go; the kind is read as ``unstructured`` does: a
+    non-string field counts as empty, an unparsable apiVersion empties the whole kind)."""
+    api_version = applied.get("apiVersion")
+    kind = applied.get("kind")
+    av = api_version if isinstance(api_version, str) else ""
+    kd = kind if isinstance(kind, str) else ""
+    if av in ("", "/"):
+        group, version = "", ""
+    elif "/" not in av:
+        group, version = "", av
+    elif av.count("/") == 1:
+        group, version = av.split("/")
+    else:
+        group, version, kd = "", "", ""
+    if (group, version, kd) != (record.group, record.version, record.kind):
+        raise errors.BadRequest(f"invalid object type: {group}/{version}, Kind={kd}")
 
 
 async def delete_options(scope: Scope) -> DeleteOptions:
@@ -213,13 +263,14 @@ async def delete(scope: Scope) -> web.StreamResponse:
     if not deleted_now or scope.record.return_deleted_object:
         return scope.respond_plain(obj)
     meta = obj.get("metadata") or {}
-    details: Object = {
-        "name": meta.get("name", scope.info.name),
-        "kind": scope.record.plural,
-        "uid": meta.get("uid", ""),
-    }
-    if scope.record.group:
-        details["group"] = scope.record.group
+    details = errors.ordered_details(
+        {
+            "name": meta.get("name", scope.info.name),
+            "group": scope.record.group,
+            "kind": scope.record.plural,
+            "uid": meta.get("uid", ""),
+        }
+    )
     return scope.respond_plain(
         {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
     )

@@ -428,7 +428,12 @@ def document_bytes_and_etag(
         doc = build()
         if doc is None:
             return None
-        body = orjson.dumps(doc)
+        if key == ("version",):
+            # upstream writes /version with json.MarshalIndent (WriteRawJSON): indented, no newline
+            body = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+            return body, etag_of(body)
+        # Ends with the newline of Go's json.Encoder, as every API object upstream writes does.
+        body = orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
         return body, etag_of(body)
 
     return _cache.get(catalog, ("bytes", *key), serialize)

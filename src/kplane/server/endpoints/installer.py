@@ -85,11 +85,7 @@ class APIHandler:
     nonresource: nonresource.NonResource
     watch_bookmark_interval: float = 60.0
     protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
-    _method_not_allowed: errors.MethodNotAllowed = field(
-        default_factory=lambda: errors.MethodNotAllowed(
-            "the server does not allow this method on the requested resource"
-        )
-    )
+    _method_not_allowed: errors.MethodNotAllowed = field(default_factory=errors.method_not_allowed)
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         info = request[requestinfo.INFO_KEY]

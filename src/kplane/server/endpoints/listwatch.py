@@ -91,10 +91,25 @@ async def list_(scope: Scope) -> web.StreamResponse:
     if form.partial:
         listed = partial.of_list(items, meta, form.partial_version)
     else:
+        if not record.custom:
+            items = untyped(items)
         listed = {"kind": list_kind, "apiVersion": api_version, "metadata": meta, "items": items}
     if form.media == negotiation.YAML:
         return web.Response(body=negotiation.dumps_yaml(listed), headers={"Content-Type": negotiation.YAML})
-    return web.Response(body=orjson.dumps(listed), headers={"Content-Type": "application/json"})
+    return web.Response(body=negotiation.encode_json(listed), headers={"Content-Type": "application/json"})
+
+
+def untyped(items: list[Object]) -> list[Object]:
+    """Items of a built-in list as upstream encodes them: the typed list's encoder writes the
+    list's ``kind``/``apiVersion`` only, so its items carry none (custom resources, being
+    unstructured, keep theirs). Shallow copies; the cache's objects are shared and never mutated."""
+    out = []
+    for obj in items:
+        item = obj.copy()
+        item.pop("apiVersion", None)
+        item.pop("kind", None)
+        out.append(item)
+    return out
 
 
 async def watch(scope: Scope) -> web.StreamResponse:
@@ -216,6 +231,6 @@ async def delete_collection(scope: Scope) -> web.StreamResponse:
         "kind": scope.record.list_kind,
         "apiVersion": scope.record.api_version,
         "metadata": {"resourceVersion": str(scope.storage.current_revision())},
-        "items": deleted,
+        "items": deleted if scope.record.custom else untyped(deleted),
     }
     return scope.respond_plain(body)

@@ -45,10 +45,11 @@ def media_type(content_type: str | None) -> str:
 
 
 def decode_object(body: bytes, content_type: str | None, *, kind: str = "") -> dict[str, Any]:
-    """A JSON or YAML request body as an object of ``kind``; 400 for malformed, too deeply nested or
-    alias-bomb input (upstream's ``transformDecodeError`` text), 415 for other types."""
+    """A JSON, YAML or protobuf request body as an object of ``kind``; 400 for malformed, too deeply
+    nested or alias-bomb input (upstream's ``transformDecodeError`` text), 415 for any other media
+    type (upstream matches the type exactly: ``text/plain`` or ``*/*`` are refused)."""
     mt = media_type(content_type)
-    if mt in ("", JSON, "*/*", "text/plain"):
+    if mt in ("", JSON):
         try:
             value = jsonbody.loads(body) if body.strip() else _empty()
         except jsonbody.TooDeep as err:
@@ -56,7 +57,7 @@ def decode_object(body: bytes, content_type: str | None, *, kind: str = "") -> d
             raise _unrecognized(kind, f"couldn't get version/kind; json parse error: {err}", body) from None
         except jsonbody.Malformed as err:
             raise errors.BadRequest(f"the request body is not valid JSON: {err}") from None
-    elif mt in (YAML, "application/x-yaml", "text/yaml"):
+    elif mt == YAML:
         try:
             value = yamlbody.loads(body) if body.strip() else _empty()
         except yamlbody.YAMLError as err:
@@ -64,9 +65,11 @@ def decode_object(body: bytes, content_type: str | None, *, kind: str = "") -> d
     elif mt == PROTOBUF:
         value = _loads_protobuf(body)
     else:
+        # handlers/negotiation/errors.go errUnsupportedMediaType, listing the serializers of the
+        # built-in and the custom resource codecs alike (JSON, YAML, protobuf)
         raise errors.UnsupportedMediaType(
             "the body of the request was in an unknown format - accepted media types include: "
-            "application/json, application/yaml"
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf"
         )
     if not isinstance(value, dict):
         raise errors.BadRequest("the request body must be a JSON or YAML object")
@@ -76,7 +79,7 @@ def decode_object(body: bytes, content_type: str | None, *, kind: str = "") -> d
 def duplicate_fields(body: bytes, content_type: str | None, value: Any) -> list[str]:
     """Fields that appear twice in one JSON object of ``body`` (``duplicate field "name"``), for
     ``fieldValidation`` Strict/Warn. ``value`` is the body as decoded, before anything changed it."""
-    if media_type(content_type) not in ("", JSON, "*/*", "text/plain", MERGE_PATCH, STRATEGIC_PATCH):
+    if media_type(content_type) not in ("", JSON, MERGE_PATCH, STRATEGIC_PATCH):
         return []
     if b'"' not in body:
         return []
@@ -346,7 +349,13 @@ def encode(obj: Any, media: str) -> bytes:
         return protobuf.encode(obj)
     if media == YAML:
         return dumps_yaml(obj)
-    return orjson.dumps(obj)
+    return encode_json(obj)
+
+
+def encode_json(obj: Any) -> bytes:
+    """A JSON body as upstream writes it: compact, ending in the newline Go's ``json.Encoder``
+    adds (clients that compare bodies byte for byte see the same bytes)."""
+    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def error_body(status: dict[str, Any], accept: str | None) -> tuple[bytes, str]:

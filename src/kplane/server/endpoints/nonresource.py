@@ -28,7 +28,7 @@ class NonResource:
 
     async def serve(self, request: web.BaseRequest, info: RequestInfo) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
-            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+            raise errors.method_not_allowed()
         path = "/" + "/".join(info.parts)
         if path in HEALTH_PATHS or (info.parts and "/" + info.parts[0] in HEALTH_PATHS):
             if path.startswith("/readyz") and not self.ready():

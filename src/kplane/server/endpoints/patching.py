@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api import patch as patches
@@ -18,8 +20,10 @@ from kplane.server.registry.store import Transform
 
 if TYPE_CHECKING:
     from kplane.api import schema
+    from kplane.api.schema import godecode
 else:
     schema = lazy_module("kplane.api.schema")
+    godecode = lazy_module("kplane.api.schema.godecode")
 
 Object = dict[str, Any]
 
@@ -52,19 +56,20 @@ def transform_for(record: ResourceRecord, content_type: str, patch: Any) -> Tran
 
         def apply_json(current: Object) -> Object:
             try:
-                return _as_object(patches.json_patch(current, patch))
-            except patches.PatchError as err:
-                raise errors.APIError(
-                    f"the server rejected our request due to an error in our request: {err}",
-                    code=422,
-                    reason="Invalid",
+                patched = _as_object(patches.json_patch(current, patch))
+            except patches.PatchError:
+                # handlers/patch.go answers a failed JSON patch with NewGenericServerResponse(422):
+                # upstream's fixed text, empty details, the patch library's own error dropped
+                raise errors.Invalid(
+                    "the server rejected our request due to an error in our request", details={}
                 ) from None
+            return _decoded(record, patched)
 
         return apply_json
     if content_type == negotiation.MERGE_PATCH:
 
         def apply_merge(current: Object) -> Object:
-            return _as_object(patches.merge_patch(current, patch))
+            return _decoded(record, _as_object(patches.merge_patch(current, patch)))
 
         return apply_merge
     if content_type == negotiation.STRATEGIC_PATCH:
@@ -80,6 +85,22 @@ def transform_for(record: ResourceRecord, content_type: str, patch: Any) -> Tran
 
         return apply_strategic
     raise unsupported(record)
+
+
+def _decoded(record: ResourceRecord, patched: Object) -> Object:
+    """``patched`` if it decodes into the built-in kind's Go type; else upstream's 422 (handlers/
+    patch.go jsonPatcher: ``NewInvalid(GroupKind{}, "", [field.Invalid("patch", patchedJS,
+    decodeErr)])``, whose empty kind and name leave the message starting ``' "" is invalid'``).
+    Upstream quotes the patched JSON as json-patch marshals it (sorted keys where it touched the
+    document); kplane quotes it with all keys sorted."""
+    node = schema_node(record)
+    if node is None:
+        return patched
+    found = godecode.decode_error(node, record.kind, patched)
+    if found is None:
+        return patched
+    err = errors.invalid("patch", orjson.dumps(patched, option=orjson.OPT_SORT_KEYS).decode(), found)
+    raise errors.Invalid(f' "" is invalid: {err}', details={"causes": [err.cause().to_dict()]})
 
 
 def _as_object(value: Any) -> Object:

@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from aiohttp import web
 
 from kplane._util.clock import Clock
@@ -143,7 +142,7 @@ class Scope:
         if self.form.error is not None:
             raise self.form.error
         if media == negotiation.JSON:
-            body = orjson.dumps(obj)
+            body = negotiation.encode_json(obj)
         elif media == negotiation.PROTOBUF:
             body = self.protobuf_memo.encode(obj)
         else:
@@ -200,7 +199,7 @@ def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = 
     hdrs = {"Content-Type": "application/json"}
     if headers:
         hdrs.update(headers)
-    return web.Response(body=orjson.dumps(obj), status=status, headers=hdrs)
+    return web.Response(body=negotiation.encode_json(obj), status=status, headers=hdrs)
 
 
 def status_response(err: errors.APIError, accept: str | None = None) -> web.Response:

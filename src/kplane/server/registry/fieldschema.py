@@ -19,9 +19,11 @@ from kplane.api.catalog import ResourceRecord
 if TYPE_CHECKING:
     from kplane.api import apply as ssa
     from kplane.api import schema
+    from kplane.api.schema import godecode
 else:
     ssa = lazy_module("kplane.api.apply")  # loaded with the first write, not at start-up
     schema = lazy_module("kplane.api.schema")
+    godecode = lazy_module("kplane.api.schema.godecode")
 
 Object = dict[str, Any]
 FieldValidation = Literal["Strict", "Warn", "Ignore"]
@@ -36,6 +38,20 @@ class WriteOptions:
     field_validation: FieldValidation = "Warn"
     warnings: list[str] = field(default_factory=list)
     manage_fields: bool = True
+    typed_body: bool = False
+    """The object is a request body (create, update) that upstream decodes into the kind's Go type
+    first: a built-in kind's type errors are that decode's 400, not schema errors."""
+
+
+def _refuse_undecodable(node: schema.SchemaNode | None, record: ResourceRecord, obj: Object) -> None:
+    """400 as handlers/rest.go transformDecodeError words a failed decode of a body, when ``obj``
+    would not decode into the Go type (checked only once the schema has found errors)."""
+    if node is None:
+        return
+    found = godecode.decode_error(node, record.kind, obj)
+    if found is not None:
+        kind, version = record.kind, record.version
+        raise errors.BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {found}')
 
 
 class SchemaStep:
@@ -82,6 +98,8 @@ class SchemaStep:
         if compiled is None:
             return obj, []
         result = compiled.process(obj, old=old, mode=opts.field_validation)
+        if opts.typed_body and not record.custom and result.errors:
+            _refuse_undecodable(self.node(record), record, obj)
         if result.unknown_fields:
             if opts.field_validation == "Strict":
                 raise errors.BadRequest(

@@ -1,9 +1,13 @@
-"""Namespace lifecycle inside the server: bootstrap namespaces, and finishing a namespace deletion.
+"""Namespace lifecycle inside the server: system namespaces, and finishing a namespace deletion.
 
 Deleting a Namespace marks it Terminating (its ``spec.finalizers`` holds ``kubernetes``). This task
 then deletes every namespaced object in it, waits until objects held by finalizers are gone, and
 removes the ``kubernetes`` finalizer, which deletes the Namespace. Upstream runs this in
 kube-controller-manager; kplane runs it in the server until the built-in controllers exist.
+
+The system namespaces exist at start-up and are created again as soon as one is gone (upstream's
+system-namespaces controller in kube-apiserver does it within a minute); ``lifecycle`` forbids
+deleting three of them at all.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class NamespaceLifecycle:
         self.poll = poll
         self._tasks: dict[str, asyncio.Task[None]] = {}
         registry.on_namespace_deleted = self.finalize_soon
+        registry.after_write.append(self._recreate_system_namespace)
 
     def _ns_record(self) -> ResourceRecord:
         record = self.catalog.lookup("", "v1", "namespaces")
@@ -42,18 +47,30 @@ class NamespaceLifecycle:
         """Create the namespaces every cluster has; resume finalizing Terminating ones."""
         record = self._ns_record()
         existing = {ns["metadata"]["name"] for ns in await self.registry.list_current(record)}
-
-        async def create(name: str) -> None:
-            with contextlib.suppress(errors.AlreadyExists):
-                await self.registry.create(
-                    record, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-                )
-
         # Concurrently, so a first start commits them together (one fsync, not four).
-        await asyncio.gather(*(create(name) for name in BOOTSTRAP if name not in existing))
+        await asyncio.gather(*(self._create(name) for name in BOOTSTRAP if name not in existing))
         for ns in await self.registry.list_current(record):
             if ns["metadata"].get("deletionTimestamp"):
                 self.finalize_soon(ns["metadata"]["name"])
+
+    async def _create(self, name: str) -> None:
+        with contextlib.suppress(errors.AlreadyExists):
+            await self.registry.create(
+                self._ns_record(), "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            )
+
+    def _recreate_system_namespace(self, record: ResourceRecord, obj: dict[str, Any], deleted: bool) -> None:
+        name = obj["metadata"].get("name")
+        if deleted and record.group == "" and record.plural == "namespaces" and name in BOOTSTRAP:
+            key = f"recreate:{name}"
+            if key not in self._tasks or self._tasks[key].done():
+                self._tasks[key] = asyncio.get_running_loop().create_task(self._recreate(name))
+
+    async def _recreate(self, name: str) -> None:
+        try:
+            await self._create(name)
+        except Exception:
+            log.exception("recreating system namespace %s failed", name)
 
     def finalize_soon(self, name: str) -> None:
         if name in self._tasks and not self._tasks[name].done():

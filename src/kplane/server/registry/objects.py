@@ -36,15 +36,14 @@ def storage_error(record: ResourceRecord, name: str, err: storage.StorageError) 
     if isinstance(err, storage.KeyExists):
         return errors.already_exists(gr, name)
     if isinstance(err, storage.PreconditionFailed):
-        if err.what == "uid":
-            why = (
-                f"Precondition failed: UID in precondition: {err.expected}, UID in object meta: {err.actual}"
-            )
-        else:
-            why = (
-                f"Precondition failed: ResourceVersion in precondition: {err.expected}, "
-                f"ResourceVersion in object meta: {err.actual}"
-            )
+        # storage/interfaces.go Preconditions.Check, wrapped in a StorageError (storage/errors.go)
+        # whose key is the etcd key and whose ResourceVersion is never set.
+        what = "UID" if err.what == "uid" else "ResourceVersion"
+        why = (
+            f"StorageError: invalid object, Code: 4, Key: {etcd_key(record, err.key)}, ResourceVersion: 0, "
+            f"AdditionalErrorMsg: Precondition failed: {what} in precondition: {err.expected}, "
+            f"{what} in object meta: {err.actual}"
+        )
         return errors.conflict(gr, name, why)
     if isinstance(err, storage.Expired):
         return errors.Gone(str(err))
@@ -66,6 +65,29 @@ def converts(record: ResourceRecord) -> bool:
         or record.storage_group is not None
         or (bool(record.storage_version) and record.storage_version != record.version)
     )
+
+
+# kube-apiserver's etcd layout: /registry/<resource>/[<namespace>/]<name>, with these historical
+# prefixes (kubeapiserver/default_storage_factory_builder.go specialDefaultResourcePrefixes); the
+# apiextensions and apiregistration servers and custom resources put the group first.
+_ETCD_PREFIXES = {
+    ("", "replicationcontrollers"): "controllers",
+    ("", "endpoints"): "services/endpoints",
+    ("", "nodes"): "minions",
+    ("", "services"): "services/specs",
+    ("networking.k8s.io", "ingresses"): "ingress",
+}
+_GROUP_FIRST = frozenset({"apiextensions.k8s.io", "apiregistration.k8s.io"})
+
+
+def etcd_key(record: ResourceRecord, key: str) -> str:
+    """The key kube-apiserver would store the object of storage key ``key`` under (it appears in
+    upstream's storage error messages)."""
+    rest = key[len(record.key_prefix) :] if key.startswith(record.key_prefix) else key
+    prefix = _ETCD_PREFIXES.get((record.group, record.plural), record.plural)
+    if record.custom or record.group in _GROUP_FIRST:
+        prefix = f"{record.group}/{record.plural}"
+    return f"/registry/{prefix}/{rest}"
 
 
 def to_version(record: ResourceRecord, obj: Object) -> Object:

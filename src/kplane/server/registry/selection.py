@@ -33,7 +33,8 @@ class Selection:
             try:
                 label = labels.parse(label_text)
             except ValueError as err:
-                raise errors.BadRequest(f"unable to parse requirement: {err}") from None
+                # labels.Parse's own message, unwrapped (meta/v1 Convert_string_To_labels_Selector)
+                raise errors.BadRequest(str(err)) from None
             if label.empty:
                 label = None
         if field_text:

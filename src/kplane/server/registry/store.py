@@ -20,8 +20,9 @@ from typing import Any
 from kplane._util.clock import Clock
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
+from kplane.api.gvk import GroupResource
 from kplane.server import storage
-from kplane.server.registry import metatypes, objectmeta, strategy
+from kplane.server.registry import lifecycle, metatypes, objectmeta, strategy
 from kplane.server.registry.fieldschema import SchemaStep, WriteOptions
 from kplane.server.registry.objects import check_type, rfc3339, storage_error, to_storage, to_version
 
@@ -113,7 +114,7 @@ class Registry:
             raise errors.BadRequest("resourceVersion should not be set on objects to be created")
         if record.namespaced:
             meta["namespace"] = namespace
-            await self._check_namespace_open(namespace)
+            await lifecycle.check_namespace_open(self.storage, namespace)
         else:
             meta.pop("namespace", None)
         generate = not meta.get("name") and bool(meta.get("generateName"))
@@ -127,6 +128,7 @@ class Registry:
             "creationTimestamp",
         ):
             meta.pop(key, None)
+        objectmeta.drop_empty(meta)
         opts = opts or WriteOptions()
         # As upstream's create handler: decode and default (the schema step), record the
         # creator's managedFields, then let the strategy set what the server owns (status, cluster
@@ -176,31 +178,6 @@ class Registry:
                     raise exc from None
         raise AssertionError("unreachable")
 
-    async def _check_namespace_open(self, namespace: str) -> None:
-        try:
-            ns = await self.storage.get(f"/registry/core/namespaces/{namespace}")
-        except storage.KeyNotFound:
-            raise errors.NotFound(
-                f'namespaces "{namespace}" not found', details={"name": namespace, "kind": "namespaces"}
-            ) from None
-        if (ns.get("metadata") or {}).get("deletionTimestamp") or (ns.get("status") or {}).get(
-            "phase"
-        ) == "Terminating":
-            raise errors.Forbidden(
-                f"unable to create new content in namespace {namespace} because it is being terminated",
-                details={
-                    "name": namespace,
-                    "kind": "namespaces",
-                    "causes": [
-                        {
-                            "reason": "NamespaceTerminating",
-                            "message": f"namespace {namespace} is being terminated",
-                            "field": "metadata.namespace",
-                        }
-                    ],
-                },
-            )
-
     # -- update ------------------------------------------------------------------------------
 
     async def update(
@@ -212,9 +189,11 @@ class Registry:
         *,
         subresource: str = "",
         opts: WriteOptions | None = None,
+        uid: str | None = None,
     ) -> Object:
         """Apply ``transform`` to the current object and store the result (PUT and PATCH).
 
+        ``uid`` (a PUT body's ``metadata.uid``) is a precondition checked atomically with the write.
         Returns the stored object; when nothing changed, the current object unchanged (no new
         resourceVersion, no watch event). If the write empties the finalizers of an object being
         deleted, the object is deleted and its last state returned.
@@ -224,11 +203,13 @@ class Registry:
 
         wopts = opts or WriteOptions()
         kept_warnings = len(wopts.warnings)  # from before this update (e.g. duplicate fields)
+        preconditions = storage.Preconditions(uid=uid) if uid else None
 
         async def step(stored: Object) -> Object:
             current = to_version(record, stored)
             del wopts.warnings[kept_warnings:]  # a retried attempt reports its own warnings only
             new = self._prepare_update(record, strat, namespace, name, transform, current, subresource)
+            objectmeta.drop_empty(new["metadata"])
             new, schema_errs = self.schema.process(record, new, current, wopts)
             errs = objectmeta.validate_metadata(new["metadata"], name_rule=strat.name_rule)
             if not errs:
@@ -255,7 +236,7 @@ class Registry:
 
         for _ in range(16):
             try:
-                stored = await self.storage.guaranteed_update(key, step)
+                stored = await self.storage.guaranteed_update(key, step, preconditions=preconditions)
                 self._written(record, stored, False)
                 return to_version(record, stored)
             except _NoChange as done:
@@ -313,10 +294,9 @@ class Registry:
             )
         uid = meta.get("uid")
         if uid and uid != old_meta.get("uid"):
-            raise errors.conflict(
-                record.group_resource,
-                name,
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {old_meta.get('uid')}",
+            # a PUT's uid was a precondition; here it is a patch that changes it (BeforeUpdate)
+            raise errors.invalid_object(
+                record.kind, record.group, name, [errors.invalid("metadata.uid", uid, "field is immutable")]
             )
         rv = meta.get("resourceVersion")
         if rv and rv != old_meta.get("resourceVersion"):
@@ -379,17 +359,16 @@ class Registry:
         self, record: ResourceRecord, namespace: str, name: str, opts: DeleteOptions
     ) -> tuple[Object, bool]:
         """Delete, or mark for deletion when finalizers remain. Returns (object, deleted_now)."""
+        lifecycle.check_delete(record, name)
         key = record.key(namespace, name)
         added = self.strategy_for(record).finalizers_on_delete(record)
         for _ in range(16):
             try:
                 current = await self.storage.get(key)
-                storage.Preconditions(uid=opts.uid, resource_version=opts.resource_version).check(
-                    key, current
-                )
             except storage.StorageError as err:
                 raise storage_error(record, name, err) from None
             meta = current["metadata"]
+            _check_delete_preconditions(record, meta, opts)
             graceful = (
                 bool(meta.get("finalizers"))
                 or _has_spec_finalizers(record, current)
@@ -462,6 +441,28 @@ def _add_finalizers(meta: Object, added: tuple[str, ...]) -> None:
     missing = [f for f in added if f not in present]
     if missing:
         meta["finalizers"] = present + missing
+
+
+def _check_delete_preconditions(record: ResourceRecord, meta: Object, opts: DeleteOptions) -> None:
+    """409 before deleting when DeleteOptions.preconditions do not hold (registry/rest/delete.go
+    ``BeforeDelete``: the object is named by its kind there, not its resource). The same conditions
+    are checked again atomically with the delete itself."""
+    gk = GroupResource(record.group, record.kind)
+    if opts.uid is not None and opts.uid != meta.get("uid"):
+        raise errors.conflict(
+            gk,
+            meta.get("name", ""),
+            f"the UID in the precondition ({opts.uid}) does not match the UID in record ({meta.get('uid')}). "
+            "The object might have been deleted and then recreated",
+        )
+    rv = opts.resource_version
+    if rv is not None and rv != meta.get("resourceVersion"):
+        raise errors.conflict(
+            gk,
+            meta.get("name", ""),
+            f"the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record "
+            f"({meta.get('resourceVersion')}). The object might have been modified",
+        )
 
 
 def _has_spec_finalizers(record: ResourceRecord, obj: Object) -> bool:

@@ -1,0 +1,150 @@
+"""Go's JSON decode errors for built-in kinds, derived from their schemas.
+
+Upstream decodes every request body (and every patched object) into the kind's Go struct before any
+validation runs, so a value of the wrong JSON type is refused by ``encoding/json`` (the
+``sigs.k8s.io/json`` fork), not by a schema::
+
+    json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32
+
+The struct is the innermost Go struct holding the field, the path the JSON names of the struct
+fields from the root (array indices and map keys are not part of it), the type the Go type of the
+field. Go names come from the definitions: ``io.k8s.api.core.v1.PodSpec`` is ``v1.PodSpec``,
+``format: int32`` is ``int32``, arrays ``[]T``, maps ``map[string]T``. Named scalar types
+(``v1.Protocol``) are not in the definitions and print as their underlying type; fields decoded by
+their own ``UnmarshalJSON`` (quantities, int-or-strings, raw extensions) are not checked here,
+except ``metav1.Time``/``MicroTime``, which decode a string first.
+
+Go keeps decoding after a type error and reports the first one; so does ``decode_error``, in the
+object's key order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kplane.api.schema.node import SchemaNode
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+_OWN_UNMARSHAL = frozenset(
+    {
+        "io.k8s.apimachinery.pkg.api.resource.Quantity",
+        "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+        "io.k8s.apimachinery.pkg.runtime.RawExtension",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Duration",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
+    }
+)
+_TIMES = frozenset({_META + "Time", _META + "MicroTime"})
+_INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+def decode_error(root: SchemaNode, kind: str, obj: dict[str, Any]) -> str | None:
+    """The error upstream's typed decode of ``obj`` (a ``kind``) gives, or None when it decodes."""
+    return _fields(root, kind, "", obj)
+
+
+def _definition(node: SchemaNode) -> str | None:
+    ref = node.raw.get("$ref")
+    return ref.rpartition("/")[2] if isinstance(ref, str) else None
+
+
+def _go_type(node: SchemaNode) -> str:
+    name = _definition(node)
+    if name is not None:
+        package, _, type_name = name.rpartition(".")
+        return f"{package.rpartition('.')[2]}.{type_name}"
+    types = node.types
+    kind = types[0] if types else ""
+    fmt = node.resolved.get("format")
+    if kind == "integer":
+        return fmt if fmt in _INT_RANGE else "int64"
+    if kind == "number":
+        return "float64"
+    if kind == "boolean":
+        return "bool"
+    if kind == "string":
+        return "[]uint8" if fmt == "byte" else "string"
+    if kind == "array":
+        items = node.items()
+        return "[]" + (_go_type(items) if items is not None else "interface {}")
+    if kind == "object":
+        values = node.additional()
+        return "map[string]" + (_go_type(values) if values is not None else "interface {}")
+    return "interface {}"
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _fields(node: SchemaNode, struct: str, path: str, obj: dict[str, Any]) -> str | None:
+    for key, value in obj.items():
+        child = node.property(key)
+        if child is None:
+            continue  # unknown fields are fieldValidation's business
+        found = _value(child, struct, f"{path}.{key}" if path else key, value)
+        if found is not None:
+            return found
+    return None
+
+
+def _value(node: SchemaNode, struct: str, path: str, value: Any) -> str | None:
+    if value is None:
+        return None  # null decodes to the zero value of any type
+    definition = _definition(node)
+    if definition in _OWN_UNMARSHAL:
+        return None
+    if definition in _TIMES:
+        if isinstance(value, str):
+            return None
+        # Time.UnmarshalJSON decodes a string with json.Unmarshal: no struct context
+        return f"json: cannot unmarshal {_json_kind(value)} into Go value of type string"
+    types = node.types
+    if not types:
+        return None
+    expected = types[0]
+    got = _json_kind(value)
+    if expected == "object" and got == "object":
+        if node.resolved.get("properties"):
+            type_name = definition.rpartition(".")[2] if definition else struct
+            return _fields(node, type_name, path, value)
+        values = node.additional()
+        if values is None:
+            return None
+        for item in value.values():
+            found = _value(values, struct, path, item)
+            if found is not None:
+                return found
+        return None
+    if expected == "array" and got == "array":
+        items = node.items()
+        if items is None:
+            return None
+        for item in value:
+            found = _value(items, struct, path, item)
+            if found is not None:
+                return found
+        return None
+    shown = got
+    if expected == "integer" and got == "number":
+        go_type = _go_type(node)
+        low, high = _INT_RANGE.get(go_type, _INT_RANGE["int64"])
+        if isinstance(value, int) and low <= value <= high:
+            return None
+        shown = f"number {value}"
+    elif (expected, got) in (("number", "number"), ("boolean", "bool"), ("string", "string")):
+        return None
+    into = f"Go struct field {struct}.{path}" if struct else "Go value"
+    return f"json: cannot unmarshal {shown} into {into} of type {_go_type(node)}"
