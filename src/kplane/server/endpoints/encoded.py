@@ -1,4 +1,5 @@
-"""A bounded memo of the protobuf encodings of stored objects, so that reads do not re-encode them.
+"""Bounded memos of the encodings of stored objects, so that reads do not re-encode them: protobuf
+(``ProtobufMemo``) and the JSON items of built-in lists (``JsonLists``).
 
 Design note. Encoding an object as protobuf in Python costs ~20 µs against ~1.5 µs for orjson's
 JSON, so a list of 2,000 objects would answer several times slower in protobuf than in JSON. But
@@ -13,6 +14,8 @@ events (``cachingObject``): encode once per serializer, serve many times.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from kplane._util.lazy import lazy_module
 
@@ -95,3 +98,51 @@ class ProtobufMemo:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class JsonLists:
+    """JSON bodies of lists of built-in objects, as upstream's typed lists are encoded: items carry
+    no ``apiVersion``/``kind`` (custom resources, unstructured, keep theirs).
+
+    Copying every item to drop its type on each list would cost as much as encoding the list, so
+    each item's JSON is memoised under its ``resourceVersion``: a resourceVersion names one stored
+    state of one object, so an entry never goes stale, it only stops being used, and it holds no
+    reference to the object. A list is then the join of its items' bytes (a 2,000-item list: ~0.2 ms
+    instead of ~0.5 ms once warm). Per server (resourceVersions of two servers in one process
+    collide); past ``max_bytes`` it starts over. Not thread-safe: used from the event loop only.
+    """
+
+    def __init__(self, *, max_bytes: int = 16 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._memo: dict[str, dict[str, bytes]] = {}  # apiVersion -> resourceVersion -> item JSON
+        self._bytes = 0
+
+    def encode(self, api_version: str, list_kind: str, meta: Object, items: list[Object]) -> bytes:
+        """The list's JSON body (ending in a newline, as Go's json.Encoder writes it). ``items``
+        are objects of ``api_version`` as stored; they are not modified."""
+        memo = self._memo.setdefault(api_version, {})
+        parts = []
+        added = 0
+        for obj in items:
+            rv = obj["metadata"].get("resourceVersion")
+            encoded = memo.get(rv) if rv else None
+            if encoded is None:
+                encoded = orjson.dumps(untyped(obj))
+                if rv:
+                    memo[rv] = encoded
+                    added += len(encoded)
+            parts.append(encoded)
+        self._bytes += added
+        if self._bytes > self.max_bytes:
+            self._memo.clear()
+            self._bytes = 0
+        head = orjson.dumps({"kind": list_kind, "apiVersion": api_version, "metadata": meta})
+        return head[:-1] + b',"items":[' + b",".join(parts) + b"]}\n"
+
+
+def untyped(obj: Object) -> Object:
+    """``obj`` without ``apiVersion`` and ``kind``: a shallow copy, ``obj`` itself is untouched."""
+    item = obj.copy()
+    item.pop("apiVersion", None)
+    item.pop("kind", None)
+    return item

@@ -86,6 +86,7 @@ class APIHandler:
     watch_bookmark_interval: float = 60.0
     protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
     _method_not_allowed: errors.MethodNotAllowed = field(default_factory=errors.method_not_allowed)
+    _json_lists: encoded.JsonLists = field(default_factory=encoded.JsonLists)
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         info = request[requestinfo.INFO_KEY]
@@ -110,6 +111,7 @@ class APIHandler:
             ),
             watch_bookmark_interval=self.watch_bookmark_interval,
             protobuf_memo=self.protobuf_memo,
+            json_lists=self._json_lists,
         )
         return await handler(scope)
 

@@ -12,7 +12,7 @@ from aiohttp import web
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
-from kplane.server.endpoints import negotiation, params, partial
+from kplane.server.endpoints import encoded, negotiation, params, partial
 from kplane.server.endpoints.crud import delete_options
 from kplane.server.endpoints.requestinfo import parse_bool
 from kplane.server.endpoints.scope import Scope
@@ -85,31 +85,21 @@ async def list_(scope: Scope) -> web.StreamResponse:
             form.partial,
         )
     if form.media == negotiation.PROTOBUF:
-        encoded = scope.protobuf_memo.items(items, api_version, kind)  # messages read only what they hold
-        body = protobuf.encode_list(api_version, list_kind, meta, encoded)
+        fields = scope.protobuf_memo.items(items, api_version, kind)  # messages read only what they hold
+        body = protobuf.encode_list(api_version, list_kind, meta, fields)
         return web.Response(body=body, headers={"Content-Type": negotiation.PROTOBUF})
     if form.partial:
         listed = partial.of_list(items, meta, form.partial_version)
+    elif form.media == negotiation.JSON and not record.custom:
+        body = scope.json_lists.encode(api_version, list_kind, meta, items)
+        return web.Response(body=body, headers={"Content-Type": "application/json"})
     else:
         if not record.custom:
-            items = untyped(items)
+            items = [encoded.untyped(o) for o in items]
         listed = {"kind": list_kind, "apiVersion": api_version, "metadata": meta, "items": items}
     if form.media == negotiation.YAML:
         return web.Response(body=negotiation.dumps_yaml(listed), headers={"Content-Type": negotiation.YAML})
     return web.Response(body=negotiation.encode_json(listed), headers={"Content-Type": "application/json"})
-
-
-def untyped(items: list[Object]) -> list[Object]:
-    """Items of a built-in list as upstream encodes them: the typed list's encoder writes the
-    list's ``kind``/``apiVersion`` only, so its items carry none (custom resources, being
-    unstructured, keep theirs). Shallow copies; the cache's objects are shared and never mutated."""
-    out = []
-    for obj in items:
-        item = obj.copy()
-        item.pop("apiVersion", None)
-        item.pop("kind", None)
-        out.append(item)
-    return out
 
 
 async def watch(scope: Scope) -> web.StreamResponse:
@@ -231,6 +221,6 @@ async def delete_collection(scope: Scope) -> web.StreamResponse:
         "kind": scope.record.list_kind,
         "apiVersion": scope.record.api_version,
         "metadata": {"resourceVersion": str(scope.storage.current_revision())},
-        "items": deleted if scope.record.custom else untyped(deleted),
+        "items": deleted if scope.record.custom else [encoded.untyped(o) for o in deleted],
     }
     return scope.respond_plain(body)

@@ -45,6 +45,7 @@ class Scope:
     watch_bookmark_interval: float = 60.0
     protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
     warnings: list[str] = field(default_factory=list)
+    json_lists: encoded.JsonLists = field(default_factory=encoded.JsonLists)
 
     @property
     def query(self) -> Any:
