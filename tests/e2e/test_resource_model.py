@@ -241,7 +241,7 @@ def test_crd_defaults_create_response_and_establishment(api: Kube) -> None:
             ],
         },
     }
-    created = api.ok("POST", CRD_PATH, crd)
+    created = api.ok("POST", CRD_PATH + "?fieldManager=e2e", crd)
     # apiextensions-apiserver pkg/apis/apiextensions/v1/defaults.go SetDefaults_CustomResourceDefinitionSpec.
     names = {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"}
     assert created["spec"]["names"] == names
@@ -260,6 +260,17 @@ def test_crd_defaults_create_response_and_establishment(api: Kube) -> None:
         ("Established", "True", "InitialNamesAccepted", "the initial names have been accepted"),
     ]
     assert done["status"]["acceptedNames"] == names
+    # The creator's field set: spec and names are Go value structs (no "."), conversion a pointer.
+    creator = next(m for m in done["metadata"]["managedFields"] if m["manager"] == "e2e")
+    assert creator["fieldsV1"] == {
+        "f:spec": {
+            "f:conversion": {".": {}, "f:strategy": {}},
+            "f:group": {},
+            "f:names": {"f:kind": {}, "f:listKind": {}, "f:plural": {}, "f:singular": {}},
+            "f:scope": {},
+            "f:versions": {},
+        }
+    }
 
     # registry/customresourcedefinition/etcd.go Delete: "upon first request to delete, add our
     # finalizer and then delegate".

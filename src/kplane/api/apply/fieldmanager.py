@@ -181,11 +181,13 @@ def update_managed_fields(
     if old is not None and not entries and not managed.is_reset(requested):
         # Upstream never starts tracking an existing object on an ordinary write.
         return _with_managed(new_body, {})
-    old_body = _body(old) if old is not None else dict(zero or {})
-    cmp = walk.compare(old_body, new_body, schema)
+    if old is None:
+        taken, lost = walk.created(new_body, schema, zero or {}), fieldpath.FieldSet()
+    else:
+        cmp = walk.compare(_body(old), new_body, schema)
+        taken, lost = cmp.changed(), cmp.removed
     ident = managed.identity(manager, operation, api_version, subresource)
-    taken = cmp.changed()
-    entries = _take(entries, taken, cmp.removed, skip="")
+    entries = _take(entries, taken, lost, skip="")
     mine = _strip(taken)
     if not mine.empty():
         prev = entries.get(ident)
