@@ -152,6 +152,10 @@ class SharedIndexInformer(Generic[O]):
         """True once the cache holds a complete list (the first replace happened)."""
         return self._synced
 
+    def is_running(self) -> bool:
+        """True between ``start`` and the end of the informer's task (list/watch keeps retrying)."""
+        return self._task is not None and not self._task.done()
+
     @property
     def last_sync_resource_version(self) -> str:
         return self._last_rv

@@ -73,6 +73,14 @@ class Cache:
         """True when every informer has synced and is still running (``/readyz``)."""
         return all(inf.has_synced() for inf in self._informers.values())
 
+    def stopped_informers(self) -> builtins.list[str]:
+        """Resources whose informer was started and is no longer running (it cannot watch)."""
+        return [
+            f"{res.plural}.{res.group}" if res.group else res.plural
+            for res, inf in self._informers.items()
+            if inf.has_synced() and not inf.is_running()
+        ]
+
     async def stop(self) -> None:
         await self._factory.shutdown()
 

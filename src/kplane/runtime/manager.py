@@ -247,6 +247,9 @@ class Manager:
     def _check_cache(self) -> None:
         if not self.cache.has_synced():
             raise RuntimeError("informers not synced")
+        stopped = self.cache.stopped_informers()
+        if stopped:
+            raise RuntimeError(f"informers not running: {', '.join(stopped)}")
 
 
 def _group(runnable: Runnable) -> str:

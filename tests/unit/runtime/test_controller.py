@@ -9,6 +9,7 @@ import pytest
 
 from kplane._util import clock as clock_mod
 from kplane.runtime import controller as controller_mod
+from kplane.runtime import log as log_mod
 from kplane.runtime import metrics as metrics_mod
 from kplane.runtime import reconcile
 
@@ -149,3 +150,27 @@ async def test_reconciler_protocol_and_function() -> None:
     assert reconcile.as_reconcile_func(f) is f
     with pytest.raises(TypeError):
         reconcile.as_reconcile_func(42)  # type: ignore[arg-type]
+
+
+async def test_reconcile_logs_carry_request_and_reconcile_id(caplog: pytest.LogCaptureFixture) -> None:
+    """Framework and reconciler log lines of one pass share controller, namespace, name, reconcileID."""
+    seen: list[dict[str, object]] = []
+
+    async def failing(req: reconcile.Request) -> None:
+        adapter = log_mod.logger()
+        seen.append(dict(adapter.extra or {}))
+        adapter.info("inside")
+        raise RuntimeError("nope")
+
+    ctl = controller_mod.Controller("c", failing, metrics=metrics_mod.Metrics(), clock=clock_mod.FakeClock())
+    with caplog.at_level(logging.INFO, logger="kplane.runtime"):
+        await ctl.reconcile_handler(REQ)
+    inside = next(r for r in caplog.records if r.getMessage() == "inside")
+    failed = next(r for r in caplog.records if r.getMessage().startswith("reconciler error: nope"))
+    fields = inside.kv  # type: ignore[attr-defined]
+    assert fields == failed.kv == seen[0]  # type: ignore[attr-defined]
+    assert (fields["controller"], fields["namespace"], fields["name"]) == ("c", "ns", "a")
+    assert len(str(fields["reconcileID"])) == 36
+    line = log_mod.JSONFormatter().format(failed)
+    assert '"reconcileID"' in line and '"name":"a"' in line and '"error":"Traceback' in line
+    ctl.queue.shutdown()

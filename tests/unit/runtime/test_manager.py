@@ -75,6 +75,12 @@ async def test_metrics_and_probes(kplane: testing.ControlPlane) -> None:
         manager.readyz["watch"] = broken
         status, body = await _get(probes + "/readyz")
         assert status == 500 and "[-]watch failed: watch is down" in body
+        del manager.readyz["watch"]
+
+        # An informer that stopped can no longer watch: not ready.
+        await (await manager.cache.informer("configmaps")).stop()
+        status, body = await _get(probes + "/readyz")
+        assert status == 500 and "[-]cache failed: informers not running: configmaps" in body
 
 
 async def test_duplicate_controller_name_refused(kplane: testing.ControlPlane) -> None:
