@@ -109,12 +109,12 @@ async def test_one_leader_failover_and_release(server: e2e.Server) -> None:
             killed = time.monotonic()
             took_over = b.wait_for("LEADER")
             b.wait_for("RECONCILE one")  # the new leader reconciles every existing object once
-            # Upstream bound: the holder's last renewal is at most one retry period before the kill,
-            # and the standby retries every retry_period * (1 + rand * 1.2).
+            # Upstream's bound: the standby notes the holder's last renewal at its next poll (at most
+            # retry_period * 2.2 later, polls being jittered by 1 + rand * 1.2), treats the lease as held
+            # for lease_duration from then, and acquires at the poll after that; plus slack for a busy host.
             failover = took_over - killed
-            assert (
-                LEASE_DURATION - RETRY_PERIOD - 0.5 <= failover <= LEASE_DURATION + 2.2 * RETRY_PERIOD + 1.0
-            )
+            bound = LEASE_DURATION + 2 * 2.2 * RETRY_PERIOD + 1.5
+            assert LEASE_DURATION - RETRY_PERIOD - 0.5 <= failover <= bound, failover
 
             # A clean stop: the Lease is released at once and the next standby leads within a retry.
             c = Child(server, "c", ns)

@@ -95,7 +95,7 @@ async def create_or_patch(client: client_mod.Client, obj: Object, mutate: Mutate
     after = {k: v for k, v in obj.items() if k != "status"}
     patch = mergepatch.create_merge_patch(before, after)
     status_patch = mergepatch.create_merge_patch({"status": before_status}, {"status": after_status})
-    status_changed = after_status is not None and bool(status_patch)
+    status_changed = (before_status is not None or after_status is not None) and before_status != after_status
     if patch:  # a plain merge patch, as upstream's ``client.MergeFrom``: no resourceVersion
         _replace(obj, await client.patch(obj, patch))
     if status_changed:
