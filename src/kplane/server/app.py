@@ -21,9 +21,9 @@ from aiohttp import web
 from kplane._util.clock import Clock, RealClock
 from kplane.api.builtin import builtin_catalog
 from kplane.api.catalog import Catalog
-from kplane.server import connections
+from kplane.server import connections, storage
 from kplane.server.auth import authn, certs, kubeconfig
-from kplane.server.endpoints import installer, nonresource
+from kplane.server.endpoints import health, installer, metrics, nonresource
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
 from kplane.server.filters.types import Filter
@@ -32,8 +32,19 @@ from kplane.server.registry.crds import CRDController
 from kplane.server.registry.namespaces import NamespaceLifecycle
 from kplane.server.registry.store import Registry
 from kplane.server.storage.cacher import CachedStorage
+from kplane.server.storage.instrumented import InstrumentedStorage
 
 log = logging.getLogger("kplane.server")
+
+# Post-start hooks reported by /healthz, /livez and /readyz: upstream's names for the start-up
+# steps kplane has (CRD serving, APF and APIService objects, the `kubernetes` Service).
+_HOOKS = (
+    "start-apiextensions-controllers",
+    "crd-informer-synced",
+    "bootstrap-controller",
+    "priority-and-fairness-config-producer",
+    "apiservice-registration-controller",
+)
 
 
 @dataclass
@@ -75,6 +86,8 @@ class APIServer:
         self._namespaces: NamespaceLifecycle | None = None
         self._crds: CRDController | None = None
         self._ready = False
+        self._stopping = False
+        self._hooks: set[str] = set()
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -104,7 +117,18 @@ class APIServer:
             from kplane.server.storage.sqlite import SQLiteStorage
 
             backend = SQLiteStorage(str(cfg.data_dir / "state.db"), history_window=cfg.history_window)
-        self.storage = CachedStorage(backend, window=cfg.history_window, clock=cfg.clock)
+        timed = InstrumentedStorage(
+            backend,
+            lambda op, key, seconds: metrics.DEFAULT.storage_request(
+                op, metrics.resource_of_key(key), seconds
+            ),
+            cfg.clock,
+        )
+        self.storage = CachedStorage(timed, window=cfg.history_window, clock=cfg.clock)
+        cache = self.storage
+        metrics.DEFAULT.object_counts = lambda: {
+            metrics.resource_of_key(prefix): n for prefix, n in cache.object_counts().items()
+        }
         await self.storage.start()
         self.registry = Registry(self.storage, cfg.clock)
         self.registry.schema.enabled = cfg.schema_validation
@@ -112,13 +136,15 @@ class APIServer:
         await self._namespaces.bootstrap()
         self._crds = CRDController(self.registry, self.catalog, cfg.clock)
         await self._crds.start()
+        self._hooks.update(("start-apiextensions-controllers", "crd-informer-synced"))
         apistrategies.install(self.registry, cfg.clock)
         await apibootstrap.ensure_api_objects(self.registry, self.catalog)
+        self._hooks.update(("priority-and-fairness-config-producer", "apiservice-registration-controller"))
 
         self.pki = await pki_ready
         authenticator = authn.Authenticator.from_pki(self.pki, token_file=cfg.token_file)
 
-        nonres = nonresource.NonResource(self.catalog, ready=self.ready)
+        nonres = nonresource.NonResource(self.catalog, health=self._health(timed), metrics=metrics.DEFAULT)
         handler = installer.APIHandler(
             catalog=self.catalog,
             registry=self.registry,
@@ -130,7 +156,7 @@ class APIServer:
         # aiohttp's low-level server: routing is ours (RequestInfo + catalog), so the Application
         # router and middleware machinery would only add per-request cost.
         server = connections.Server(
-            chain.build(authenticator, handler, extra=cfg.filters),
+            chain.build(authenticator, handler, extra=cfg.filters, clock=cfg.clock),
             request_factory=_request_factory,
             access_log=None,
             read_header_timeout=cfg.read_header_timeout,
@@ -161,11 +187,54 @@ class APIServer:
         await bootstrap.ensure_kubernetes_service(
             self.registry, self.catalog, host=endpoint_host, port=self.port
         )
+        self._hooks.add("bootstrap-controller")
         kubeconfig.write_admin_kubeconfig(self.pki, self.url, self.kubeconfig_path)
         self._ready = True
 
+    def _health(self, backend: Any) -> health.Health:
+        """kube-apiserver's checks, for what kplane has: the storage answers a read (``etcd``),
+        the cache is loaded, each start-up step is done, the server is not stopping."""
+
+        async def ping() -> None:
+            return None
+
+        async def etcd() -> None:
+            try:
+                await backend.get("/registry/core/namespaces/default")
+            except storage.KeyNotFound:
+                pass
+
+        async def cache_loaded() -> None:
+            if self.storage is None:
+                raise RuntimeError("the cache is not loaded")
+
+        async def not_stopping() -> None:
+            if self._stopping:
+                raise RuntimeError("the server is shutting down")
+
+        def hook(name: str) -> health.NamedCheck:
+            async def done() -> None:
+                if name not in self._hooks:
+                    raise RuntimeError("not finished")
+
+            return health.NamedCheck(f"poststarthook/{name}", done)
+
+        ready_only = ("readyz",)
+        return health.Health(
+            [
+                health.NamedCheck("ping", ping),
+                health.NamedCheck("log", ping),
+                health.NamedCheck("etcd", etcd),
+                health.NamedCheck("etcd-readiness", etcd, ready_only),
+                health.NamedCheck("informer-sync", cache_loaded, ready_only),
+                *(hook(name) for name in _HOOKS),
+                health.NamedCheck("shutdown", not_stopping, ready_only),
+            ]
+        )
+
     async def stop(self) -> None:
         self._ready = False
+        self._stopping = True
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -12,7 +12,7 @@ from aiohttp import web
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
-from kplane.server.endpoints import encoded, negotiation, params, partial
+from kplane.server.endpoints import encoded, metrics, negotiation, params, partial
 from kplane.server.endpoints.crud import delete_options
 from kplane.server.endpoints.requestinfo import parse_bool
 from kplane.server.endpoints.scope import Scope
@@ -143,6 +143,7 @@ async def watch(scope: Scope) -> web.StreamResponse:
     metadata_only = scope.form.partial_version if scope.form.partial else ""
     # upstream names the bare media type, Tables included (handlers/watch.go)
     content_type = negotiation.PROTOBUF_WATCH if as_protobuf else negotiation.JSON
+    record = scope.record
     resp = web.StreamResponse(headers={"Content-Type": content_type})
     resp.enable_chunked_encoding()
     await resp.prepare(scope.request)
@@ -161,6 +162,7 @@ async def watch(scope: Scope) -> web.StreamResponse:
             writing = True
             await resp.write(line)
             writing = False
+            metrics.DEFAULT.watch_event(record.group, record.version, record.plural)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:

@@ -1,4 +1,5 @@
-"""Non-resource paths: health checks, ``/version``, discovery (legacy and aggregated), OpenAPI v2 and v3.
+"""Non-resource paths: health checks (``health``), ``/metrics``, ``/version``, discovery (legacy
+and aggregated), OpenAPI v2 and v3.
 
 Discovery and OpenAPI documents are built by ``discovery`` and ``openapi`` and cached per catalog
 generation; this module only negotiates, sets caching headers and answers 304 to a matching
@@ -7,37 +8,42 @@ generation; this module only negotiates, sets caching headers and answers 304 to
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from kplane.api import errors
 from kplane.api.catalog import Catalog
 from kplane.server.endpoints import discovery, openapi, openapi_v2
+from kplane.server.endpoints import metrics as metrics_mod
+from kplane.server.endpoints.health import Health, NamedCheck
+from kplane.server.endpoints.metrics import APIMetrics
 from kplane.server.endpoints.requestinfo import RequestInfo
 
 HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+
+
+async def _ok() -> None:
+    return None
 
 
 @dataclass
 class NonResource:
     catalog: Catalog
     server_address: str = "127.0.0.1:6443"
-    ready: Callable[[], bool] = lambda: True
+    health: Health = field(default_factory=lambda: Health([NamedCheck("ping", _ok)]))
+    metrics: APIMetrics | None = None
 
     async def serve(self, request: web.BaseRequest, info: RequestInfo) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
             raise errors.method_not_allowed()
         path = "/" + "/".join(info.parts)
-        if path in HEALTH_PATHS or (info.parts and "/" + info.parts[0] in HEALTH_PATHS):
-            if path.startswith("/readyz") and not self.ready():
-                return web.Response(
-                    status=503,
-                    text="[-]ready failed: starting\nreadyz check failed",
-                    content_type="text/plain",
-                )
-            return web.Response(text="ok", content_type="text/plain")
+        if info.parts and "/" + info.parts[0] in HEALTH_PATHS:
+            return await self.health.serve(request, info.parts)
+        if info.parts == ("metrics",) and self.metrics is not None:
+            return web.Response(
+                body=self.metrics.render(), headers={"Content-Type": metrics_mod.CONTENT_TYPE}
+            )
         parts = info.parts
         if parts and parts[0] == "openapi":
             return self._openapi(request, parts)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import itertools
 import pathlib
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
+from kplane._util.clock import RealClock
 from kplane.server.storage import interface, memory
 from kplane.server.storage.cacher import CachedStorage
+from kplane.server.storage.instrumented import InstrumentedStorage
 from kplane.server.storage.sqlite import SQLiteStorage
 from kplane.server.storage.testing import contract
 
@@ -24,7 +27,7 @@ def _sqlite(path: pathlib.Path, capacity: int) -> SQLiteStorage:
     return SQLiteStorage(str(path), compaction_interval=0, watcher_capacity=capacity)
 
 
-IMPLEMENTATIONS = ["memory", "sqlite", "cached-memory", "cached-sqlite"]
+IMPLEMENTATIONS = ["memory", "sqlite", "cached-memory", "cached-sqlite", "cached-instrumented-sqlite"]
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
@@ -32,6 +35,7 @@ async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Asy
     kind: str = request.param
     opened: list[interface.Storage] = []
     counter = itertools.count()
+    observed: list[str] = []
 
     async def make(*, watcher_capacity: int = 10_000) -> interface.Storage:
         path = tmp_path / f"store-{next(counter)}.db"
@@ -41,7 +45,11 @@ async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Asy
         elif kind == "sqlite":
             store = _sqlite(path, watcher_capacity)
         else:
-            backend = _memory(path, 10_000) if kind == "cached-memory" else _sqlite(path, 10_000)
+            backend: Any = _memory(path, 10_000) if kind == "cached-memory" else _sqlite(path, 10_000)
+            if kind == "cached-instrumented-sqlite":
+                backend = InstrumentedStorage(
+                    backend, lambda op, key, seconds: observed.append(op), RealClock()
+                )
             cached = CachedStorage(backend, watcher_capacity=watcher_capacity)
             await cached.start()
             store = cached

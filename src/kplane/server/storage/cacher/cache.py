@@ -185,6 +185,10 @@ class CachedStorage:
 
     # -- reads ---------------------------------------------------------------------------------
 
+    def object_counts(self) -> dict[str, int]:
+        """How many live objects each resource prefix (``/registry/<group>/<plural>/``) holds."""
+        return {prefix: len(bucket.objects) for prefix, bucket in self._buckets.items() if bucket.objects}
+
     def current_revision(self) -> int:
         return self._rev
 
