@@ -389,10 +389,11 @@ def test_load_outside_a_pod_reads_home_kubeconfig(
 
 
 def test_public_surface() -> None:
-    """kplane.client exports the config names, and each resolves."""
+    """kplane.client exports the config, options and event names users need, and each resolves."""
     import kplane.client as pkg
 
     assert {"Config", "ConfigError", "ExecPluginError", "KubeconfigError"} <= set(pkg.__all__)
+    assert {"ALL", "Backoff", "Client", "ListOptions", "Resource", "WatchEvent"} <= set(pkg.__all__)
     assert all(getattr(pkg, name) is not None for name in pkg.__all__)
 
 

@@ -12,7 +12,7 @@ from kplane._util import clock as clock_mod
 from kplane.client import watch as watch_mod
 from kplane.informers import handlers as handlers_mod
 from kplane.informers import informer as informer_mod
-from kplane.testing import ControlPlane
+from kplane.testing import AutoAdvancingClock, ControlPlane, eventually
 from tests.unit.informers import _fake, _live
 
 
@@ -135,24 +135,21 @@ async def test_per_handler_resync() -> None:
     """Only handlers with a resync period get on_update(obj, obj), at their own period (min 1 s)."""
     lw = _fake.FakeListerWatcher()
     lw.upsert("a")
-    fake = clock_mod.FakeClock()
-    inf = _informer(lw, fake, resync_period=10.0)
-    fast, slow, none = Recorder(), Recorder(), Recorder()
-    inf.add_event_handler(fast, resync_period=0.1)  # raised to 1 s; lowers the check period to 1 s
-    inf.add_event_handler(slow)  # the informer's 10 s
-    inf.add_event_handler(none, resync_period=0)
-    inf.start()
-    try:
-        await inf.wait_for_sync()
-        for _ in range(10):
-            await _fake.until(lambda: fake.has_waiters())
-            fake.step(1.0)
-            await asyncio.sleep(0.01)
-        await _fake.until(lambda: len(slow.seen) >= 2)
-    finally:
-        await inf.stop()
+    async with AutoAdvancingClock() as clock:
+        inf = _informer(lw, clock, resync_period=10.0)
+        fast, slow, none = Recorder(), Recorder(), Recorder()
+        inf.add_event_handler(fast, resync_period=0.1)  # raised to 1 s; lowers the check period to 1 s
+        inf.add_event_handler(slow)  # the informer's 10 s
+        inf.add_event_handler(none, resync_period=0)
+        inf.start()
+        try:
+            await inf.wait_for_sync()
+            await clock.sleep(10.5)  # ten resync checks of fake time, at once
+            await eventually(lambda: len(slow.seen) >= 2 and len(fast.seen) >= 11)
+        finally:
+            await inf.stop()
     resyncs = [len([s for s in r.seen if s[0] == "update"]) for r in (fast, slow, none)]
-    assert resyncs[0] >= 9 and resyncs[1] == 1 and resyncs[2] == 0
+    assert resyncs == [10, 1, 0]
     assert all(s == ("update", "a", True) for s in fast.seen[1:])
 
 
