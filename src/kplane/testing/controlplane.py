@@ -97,9 +97,11 @@ class ControlPlane:
 
     async def start(self) -> None:
         """Start the server, open ``client``, install the CRDs; on failure nothing is left running."""
-        from kplane.server.app import ServerConfig  # after launch's quick aiohttp import
+        # Loaded on first start (the server's modules are not needed to import kplane.testing).
+        # aiohttp itself is already imported by the client stack, with the process's CA settings
+        # untouched: this is the user's test process, not a server's.
+        from kplane.server.app import ServerConfig
 
-        launch.import_aiohttp_quickly()
         self._tmp = tempfile.mkdtemp(prefix="kplane-testing-")
         try:
             self._server = await launch.launch(
