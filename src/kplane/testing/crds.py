@@ -18,7 +18,7 @@ import yaml
 
 from kplane.api import errors
 from kplane.client import typed
-from kplane.testing import eventually as eventually_mod
+from kplane.testing import polling
 
 CrdSource = Mapping[str, Any] | str | os.PathLike[str]
 """A CRD dict, or the path of a YAML/JSON file or of a directory of them."""
@@ -68,7 +68,7 @@ async def install(
         except errors.AlreadyExists:
             stored.append(await _replace(api, crd))
     for crd in stored:
-        await eventually_mod.eventually(
+        await polling.eventually(
             functools.partial(_served, client, crd), timeout=timeout, message=f"CRD {crd['metadata']['name']}"
         )
     client.discovery.invalidate()

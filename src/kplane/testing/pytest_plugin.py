@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from kplane.client import typed
-from kplane.testing import clock, controlplane, faults
+if TYPE_CHECKING:  # Loaded by fixtures only: every pytest run in an environment with kplane loads this.
+    from kplane.client import typed
+    from kplane.testing import clock, controlplane, faults
 
 _SEED_KEY = pytest.StashKey[int]()
 
@@ -70,6 +71,8 @@ def kplane_faults() -> faults.FaultPlan | None:
 @pytest.fixture(scope="session")
 def kplane_session() -> Iterator[controlplane.ThreadedControlPlane]:
     """One control plane in a background thread for the whole session."""
+    from kplane.testing import controlplane
+
     with controlplane.ThreadedControlPlane() as cp:
         yield cp
 
@@ -85,12 +88,16 @@ else:
         kplane_crds: Sequence[controlplane.CrdSource], kplane_faults: faults.FaultPlan | None
     ) -> AsyncIterator[controlplane.ControlPlane]:
         """A fresh control plane in this test's event loop, CRDs installed."""
+        from kplane.testing import controlplane
+
         async with controlplane.ControlPlane(crds=kplane_crds, faults=kplane_faults) as cp:
             yield cp
 
     @pytest_asyncio.fixture
     async def kplane_clock() -> AsyncIterator[clock.AutoAdvancingClock]:
         """A fake clock that jumps to the next timer whenever the test's loop is idle."""
+        from kplane.testing import clock
+
         async with clock.AutoAdvancingClock() as c:
             yield c
 

@@ -55,7 +55,7 @@ async def test_falsy_result_is_reported() -> None:
     clock = FakeClock()
     task = asyncio.ensure_future(eventually(lambda: [], timeout=0.02, clock=clock))
     await _drive(clock, task)
-    expected = r"lambda at test_eventually.py:\d+ did not hold within 0.02s \(3 attempts\); last result: \[\]"
+    expected = r"lambda at test_polling.py:\d+ did not hold within 0.02s \(3 attempts\); last result: \[\]"
     with pytest.raises(AssertionError, match=expected):
         task.result()
 
@@ -76,7 +76,7 @@ async def test_consistently_fails_when_the_condition_stops_holding() -> None:
     values = iter([True, True, False])
     task = asyncio.ensure_future(consistently(lambda: next(values), duration=1.0, clock=clock))
     await _drive(clock, task)
-    expected = r"lambda at test_eventually.py:\d+ stopped holding at attempt 3: it returned False"
+    expected = r"lambda at test_polling.py:\d+ stopped holding at attempt 3: it returned False"
     with pytest.raises(AssertionError, match=expected):
         task.result()
 
