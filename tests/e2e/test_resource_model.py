@@ -83,6 +83,35 @@ def test_unknown_strategy_type_refused_as_upstream(api: Kube, ns: str) -> None:
     )
 
 
+def test_enforced_enums_refused_as_upstream(api: Kube, ns: str) -> None:
+    """Enums upstream's hand-written validation checks at the field are refused with its message."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "nginx", "imagePullPolicy": "Sometimes"}]},
+    }
+    body = assert_status(api.post(f"/api/v1/namespaces/{ns}/pods", pod), 422, "Invalid")
+    # pkg/apis/core/validation validatePullPolicy: field.NotSupported(fldPath, policy,
+    # sets.List(supportedPullPolicies)).
+    assert body["message"] == (
+        'Pod "p" is invalid: spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes": '
+        'supported values: "Always", "IfNotPresent", "Never"'
+    )
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80, "protocol": "QUIC"}]},
+    }
+    body = assert_status(api.post(f"/api/v1/namespaces/{ns}/services", svc), 422, "Invalid")
+    # validateServicePort: supportedPortProtocols = sets.New(TCP, UDP, SCTP), listed sorted.
+    assert body["message"] == (
+        'Service "s" is invalid: spec.ports[0].protocol: Unsupported value: "QUIC": '
+        'supported values: "SCTP", "TCP", "UDP"'
+    )
+
+
 # --- 5. managedFields: "." entries and server-set fields ----------------------------------------
 
 

@@ -104,3 +104,33 @@ def zero_object_for_gvk(group: str, version: str, kind: str) -> Mapping[str, Any
     """``zero_object`` of a built-in kind; ``{}`` for a kind that is not built in."""
     name = definition_name_for_gvk(group, version, kind)
     return zero_object(name) if name is not None else {}
+
+
+# Enums upstream's hand-written validation enforces with field.NotSupported at the field itself,
+# listing the values sorted (sets.List of a set): the compiled schemas check these, with the same
+# message. Other enums are not enforced by schema (as upstream); some are checked by strategies.
+_ENFORCED_ENUMS = (
+    # pkg/apis/core/validation: validatePullPolicy (supportedPullPolicies).
+    ("io.k8s.api.core.v1.Container", "imagePullPolicy"),
+    ("io.k8s.api.core.v1.EphemeralContainer", "imagePullPolicy"),
+    # validateContainerPorts / validateServicePort (supportedPortProtocols).
+    ("io.k8s.api.core.v1.ContainerPort", "protocol"),
+    ("io.k8s.api.core.v1.ServicePort", "protocol"),
+    # ValidateService (supportedSessionAffinityType).
+    ("io.k8s.api.core.v1.ServiceSpec", "sessionAffinity"),
+)
+
+
+@functools.cache
+def validation_definitions() -> Mapping[str, Mapping[str, Any]]:
+    """``definitions`` with the enums upstream enforces (``_ENFORCED_ENUMS``) added, for the
+    schema compiler. Read-only, shared."""
+    defs = dict(definitions())
+    for name, prop in _ENFORCED_ENUMS:
+        where, values = enums(name)[prop]
+        assert where == "scalar"
+        definition = defs[name]
+        props = dict(definition["properties"])
+        props[prop] = {**props[prop], "enum": list(values)}
+        defs[name] = {**definition, "properties": props}
+    return defs

@@ -136,7 +136,7 @@ def compiled_for_gvk(group: str, version: str, kind: str) -> CompiledSchema | No
 @functools.cache
 def _builtin_compiler() -> _Compiler:
     # One compiler for all built-in kinds, so shared definitions are compiled once.
-    return _Compiler(builtin.definitions(), builtin=True, hooks=builtin_defaults.HOOKS)
+    return _Compiler(builtin.validation_definitions(), builtin=True, hooks=builtin_defaults.HOOKS)
 
 
 def copy_json(value: Any) -> Any:
