@@ -90,25 +90,26 @@ class Server:
                 self.proc.wait(5)
 
 
-def start_server(data_dir: Path, *extra: str, storage: str = "sqlite") -> Server:
-    """Start ``kplane serve --port 0`` in ``data_dir`` and wait until it prints its URL."""
+def serve_command(data_dir: Path) -> list[str]:
+    """``kplane serve`` on a free port with ``data_dir``, run by this interpreter."""
+    return [sys.executable, "-m", "kplane.cli.main", "serve", "--data-dir", str(data_dir), "--port", "0"]
+
+
+def start_server(
+    data_dir: Path,
+    *extra: str,
+    storage: str = "sqlite",
+    prefix: tuple[str, ...] = (),
+    log: Path | None = None,
+) -> Server:
+    """Start ``kplane serve --port 0`` in ``data_dir`` and wait until it prints its URL. ``prefix``
+    runs it through another command (e.g. ``nsenter`` into a mount namespace); its log goes to
+    ``log`` (default ``data_dir/server.log``)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    log = data_dir / "server.log"
+    log = log or data_dir / "server.log"
     out = open(log, "a")  # noqa: SIM115 - the process owns it for its lifetime
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kplane.cli.main",
-            "serve",
-            "--data-dir",
-            str(data_dir),
-            "--port",
-            "0",
-            "--storage",
-            storage,
-            *extra,
-        ],
+        [*prefix, *serve_command(data_dir), "--storage", storage, *extra],
         stdout=subprocess.PIPE,
         stderr=out,
         text=True,

@@ -214,6 +214,8 @@ class APIError(Exception):
         if details or self.has_details:
             status["details"] = ordered_details(details)
         status["code"] = self.code
+        if not self.reason:  # StatusReasonUnknown: Go's omitempty drops it
+            del status["reason"]
         return status
 
 

@@ -68,6 +68,23 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _start_failure(err: Exception, data_dir: Path) -> str:
+    """What failed at start-up, in one line: the address, a file, or the store."""
+    from kplane.api import errors
+    from kplane.server import app, storage
+
+    if isinstance(err, app.ListenError):
+        return f"cannot listen on {err.filename}: {err.strerror or err}"
+    if isinstance(err, OSError):
+        where = err.filename or f"a file in {data_dir}"
+        return f"cannot start: {where}: {err.strerror or err}"
+    if isinstance(err, storage.StorageError):
+        return f"cannot start: {err}"
+    if isinstance(err, errors.APIError):
+        return f"cannot start: writing its initial objects failed: {err}"
+    raise err
+
+
 def run(args: argparse.Namespace) -> int:
     launch.import_aiohttp_quickly()
     from kplane.server.app import ServerConfig
@@ -98,11 +115,8 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> int:
         try:
             server = await launch.launch(config)
-        except OSError as err:
-            print(
-                f"kplane: cannot listen on {config.host}:{config.port}: {err.strerror or err}",
-                file=sys.stderr,
-            )
+        except Exception as err:
+            print(f"kplane: {_start_failure(err, config.data_dir)}", file=sys.stderr)
             return 1
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

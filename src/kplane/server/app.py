@@ -261,11 +261,19 @@ def _request_factory(message: Any, payload: Any, protocol: Any, writer: Any, tas
     )
 
 
+class ListenError(OSError):
+    """The server's address could not be bound (``filename`` holds ``host:port``)."""
+
+
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
+    try:
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError as e:
+        sock.close()
+        raise ListenError(e.errno, e.strerror, f"{host}:{port}") from e
     sock.setblocking(False)
     return sock

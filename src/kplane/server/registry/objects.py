@@ -28,6 +28,9 @@ def rfc3339(clock: Clock) -> str:
     return _last_second[1]
 
 
+NO_SPACE_MESSAGE = "etcdserver: mvcc: database space exceeded"
+
+
 def storage_error(record: ResourceRecord, name: str, err: storage.StorageError) -> errors.APIError:
     """Map a storage failure to the API error users see."""
     gr = record.group_resource
@@ -45,6 +48,10 @@ def storage_error(record: ResourceRecord, name: str, err: storage.StorageError) 
             f"{what} in object meta: {err.actual}"
         )
         return errors.conflict(gr, name, why)
+    if isinstance(err, storage.NoSpace):
+        # What kube-apiserver answers when etcd raises its NOSPACE alarm: the etcd client's error,
+        # not a Status, so responsewriters.ErrorToAPIStatus makes it a 500 with no reason.
+        return errors.APIError(NO_SPACE_MESSAGE, code=500, reason="")
     if isinstance(err, storage.Expired):
         return errors.Gone(str(err))
     if isinstance(err, storage.TooLargeRevision):

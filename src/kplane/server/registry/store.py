@@ -176,6 +176,8 @@ class Registry:
                             retry_after=1,
                         )
                     raise exc from None
+            except storage.StorageError as err:
+                raise storage_error(record, meta["name"], err) from None
         raise AssertionError("unreachable")
 
     # -- update ------------------------------------------------------------------------------

@@ -72,6 +72,15 @@ class TooLargeRevision(StorageError):
         self.requested, self.current = requested, current
 
 
+class NoSpace(StorageError):
+    """The store's disk is full: the write was not made. Reads still work, and deletions and
+    compaction are still attempted (they are how space is given back)."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"no space left for {path}: {detail}")
+        self.path, self.detail = path, detail
+
+
 @dataclass(frozen=True, slots=True)
 class Preconditions:
     """Conditions checked atomically with a write; ``None`` means "don't check"."""

@@ -219,3 +219,32 @@ async def test_existing_world_readable_store_is_narrowed(tmp_path: pathlib.Path)
         assert set(_modes(path).values()) == {0o600}, _modes(path)
     finally:
         await s.close()
+
+
+async def test_full_database_refuses_writes_but_reads_and_deletes(tmp_path: pathlib.Path) -> None:
+    """When SQLite reports the database full, the write fails with NoSpace and changes nothing;
+    reads and deletes go on, and every acknowledged write is there after a reopen."""
+    path = tmp_path / "kplane.db"
+    s = _open(path, reserve_bytes=0)
+    acked: list[str] = []
+    try:
+        s._writer.conn.execute("PRAGMA max_page_count=64")  # a "disk" of 64 pages
+        with pytest.raises(interface.NoSpace):
+            for i in range(1000):
+                await s.create(contract.key(f"p{i}"), {**contract.pod(f"p{i}"), "blob": "x" * 2000})
+                acked.append(f"p{i}")
+        assert acked
+        revision = s.current_revision()
+        with pytest.raises(interface.NoSpace):  # updates too
+            await s.guaranteed_update(contract.key(acked[0]), contract.set_counter(1))
+        assert s.current_revision() == revision
+        assert (await s.get(contract.key(acked[0])))["metadata"]["name"] == acked[0]
+        await s.delete(contract.key(acked[-1]))
+        acked.pop()
+    finally:
+        await s.close()
+    s = _open(path)
+    try:
+        assert contract.names(await s.list(contract.PODS)) == sorted(acked)
+    finally:
+        await s.close()

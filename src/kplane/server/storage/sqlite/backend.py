@@ -10,6 +10,14 @@ Reads use their own connections (WAL lets them run beside the writer): point rea
 the event loop (an indexed lookup costs a few microseconds, less than a thread hop), snapshots and
 history run on one reader thread. Compaction runs in the background every ``compaction_interval``
 seconds and keeps at least ``history_window`` revisions and ``history_seconds`` of history.
+
+A full disk is etcd's NOSPACE alarm: the first write that fails for lack of space (``NoSpace``)
+puts the store in a "full" state, logged once, in which creates and updates are refused at once with
+``NoSpace`` while reads, deletions and compaction go on. A reserve file (``<path>-reserve``, kept
+beside the store while there is room) is released at that moment so that deletions and compaction
+have room; then all history is compacted, the WAL truncated and free pages returned to the file
+system (``reclaim``), again after every deletion. The store leaves the full state, recreating its
+reserve, at the first write that finds twice the reserve free on the file system.
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ import collections
 import concurrent.futures
 import functools
 import inspect
+import logging
+import os
 import sqlite3
 from collections.abc import Callable
 from typing import TypeVar
@@ -33,6 +43,18 @@ from kplane.server.storage.sqlite import queries, schema, writer
 
 _T = TypeVar("_T")
 _COMPACT_CHUNK = 10_000
+_log = logging.getLogger(__name__)
+RESERVE_BYTES = 8 << 20
+"""Size of the space reserve, at most an eighth of the file system."""
+
+
+def _fs_bytes(path: str, *, free: bool = False) -> int:
+    """The size (or the space free to us) of the file system holding ``path``; 0 if unknown."""
+    try:
+        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return 0
+    return (st.f_bavail if free else st.f_blocks) * st.f_frsize
 
 
 class SQLiteStorage:
@@ -50,20 +72,28 @@ class SQLiteStorage:
         history_window: int = 10_000,
         history_seconds: float = 300.0,
         watcher_capacity: int = 10_000,
+        reserve_bytes: int = RESERVE_BYTES,
         clock: clock_.Clock | None = None,
     ) -> None:
         self._path = path
+        self._reserve_path = f"{path}-reserve"
+        self._reserve_bytes = reserve_bytes if path != ":memory:" else 0
+        self._full: interface.NoSpace | None = None  # set while the disk is full
+        self._reclaimer: asyncio.Task[None] | None = None
+        self._reclaim_again = False
         self._compaction_interval = compaction_interval
         self._history_window = history_window
         self._history_seconds = history_seconds
         self._watcher_capacity = watcher_capacity
         self._clock: clock_.Clock = clock or clock_.RealClock()
         write_conn = schema.connect(path, create=True)
-        self._writer = writer.Writer(write_conn, self._deliver)
+        self._writer = writer.Writer(write_conn, self._deliver, path=path)
         try:
             self._writer.load()
         except sqlite3.DatabaseError as e:
             write_conn.close()
+            if schema.is_full(e):
+                raise interface.NoSpace(path, str(e)) from e
             raise interface.StorageError(f"{path}: not a kplane store or corrupted ({e})") from e
         self._rev = self._writer.revision
         self._loop_conn = schema.connect(path, create=False)
@@ -74,6 +104,13 @@ class SQLiteStorage:
         self._compactor: asyncio.Task[None] | None = None
         self._closed = False
         self._writer.start()
+        self._reserve_bytes = min(self._reserve_bytes, _fs_bytes(path) // 8)
+        if not self._make_reserve():
+            _log.warning(
+                "storage: no room for a %d-byte reserve beside %s: the disk is nearly full",
+                self._reserve_bytes,
+                path,
+            )
 
     # -- test hooks ----------------------------------------------------------------------------
 
@@ -127,6 +164,7 @@ class SQLiteStorage:
 
     async def create(self, key: str, obj: interface.Object) -> interface.Object:
         self._check_open()
+        self._check_space()
         await self._write(writer.WriteOp(writer.CREATE, key, orjson.dumps(obj), 0, self._future(), obj))
         return obj
 
@@ -153,6 +191,7 @@ class SQLiteStorage:
                     return current  # nothing changed: no new revision, as upstream does
                 continue
             self._check_open()
+            self._check_space()
             op = writer.WriteOp(writer.UPDATE, key, orjson.dumps(new), read_rev, self._future(), new, current)
             if await self._write(op) != writer.CONFLICT:
                 return new
@@ -169,9 +208,13 @@ class SQLiteStorage:
             current = queries.decode(value, read_rev)
             if preconditions is not None:
                 preconditions.check(key, current)
-            op = writer.WriteOp(writer.DELETE, key, value, read_rev, self._future(), None, current)
+            # A deletion's row holds no value (its last state is the previous row's): deleting
+            # costs little space, which matters most when the disk is full.
+            op = writer.WriteOp(writer.DELETE, key, b"", read_rev, self._future(), None, current)
             if await self._write(op) != writer.CONFLICT:
                 assert op.obj is not None  # set by ``_deliver``: the last state, stamped
+                if self._full is not None:
+                    self._schedule_reclaim()
                 return op.obj
 
     async def compact(self, revision: int) -> None:
@@ -184,16 +227,25 @@ class SQLiteStorage:
             self._writer.submit(writer.CompactOp(step, fut))
             await fut
 
+    async def reclaim(self) -> int:
+        """Compact all history, truncate the WAL and return the database's free pages to the file
+        system; the number of bytes the store's files shrank by. Needs little free space."""
+        await self.compact(self._rev)
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._writer.submit(writer.ReclaimOp(fut))
+        return await fut
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if self._compactor is not None:
-            self._compactor.cancel()
-            try:
-                await self._compactor
-            except asyncio.CancelledError:
-                pass
+        for task in (self._compactor, self._reclaimer):
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
         self._flush()  # writes queued in this loop pass commit before the writer stops
         await asyncio.to_thread(self._writer.stop)
         self._broadcaster.end_all()
@@ -246,6 +298,91 @@ class SQLiteStorage:
         if revision < compacted:
             raise interface.Expired(revision, compacted)
 
+    # -- a full disk ---------------------------------------------------------------------------
+
+    def _check_space(self) -> None:
+        """Refuse a create or update at once while the disk is full, unless space came back."""
+        if self._full is None:
+            return
+        if self._space_back() and self._make_reserve():
+            _log.warning("storage: space is available again for %s; writes resumed", self._path)
+            self._full = None
+            return
+        if self._reclaimer is None:
+            self._schedule_reclaim()
+        raise self._full
+
+    def _space_back(self) -> bool:
+        """True when the file system has room for the reserve and as much again."""
+        free = _fs_bytes(self._path, free=True)
+        return free >= self._reserve_bytes + max(self._reserve_bytes, 1 << 20)
+
+    def _make_reserve(self) -> bool:
+        """Ensure the reserve file exists at full size; False when the disk has no room for it."""
+        if self._reserve_bytes <= 0:
+            return True
+        try:
+            if os.path.getsize(self._reserve_path) >= self._reserve_bytes:
+                return True
+        except OSError:
+            pass
+        try:
+            fd = os.open(self._reserve_path, os.O_WRONLY | os.O_CREAT, schema.FILE_MODE)
+            try:
+                os.posix_fallocate(fd, 0, self._reserve_bytes)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            self._release_reserve()
+            return False
+        return True
+
+    def _release_reserve(self) -> None:
+        try:
+            os.unlink(self._reserve_path)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            _log.warning("storage: cannot remove %s: %s", self._reserve_path, e)
+
+    def _enter_full(self, error: interface.NoSpace) -> None:
+        if self._full is None:
+            self._full = error
+            self._release_reserve()
+            _log.warning(
+                "storage: the disk holding %s is full (%s): creates and updates are refused until"
+                " space is free again; reads and deletes still work. Released the %d-byte reserve;"
+                " history is compacted and free space returned to the disk after every delete.",
+                self._path,
+                error.detail,
+                self._reserve_bytes,
+            )
+        self._schedule_reclaim()
+
+    def _schedule_reclaim(self) -> None:
+        if self._closed:
+            return
+        if self._reclaimer is not None and not self._reclaimer.done():
+            self._reclaim_again = True
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # opened outside a loop (start-up): the first refused write schedules it
+        self._reclaimer = loop.create_task(self._reclaim_while_full(), name="kplane-sqlite-reclaim")
+
+    async def _reclaim_while_full(self) -> None:
+        while True:
+            self._reclaim_again = False
+            try:
+                freed = await self.reclaim()
+                _log.info("storage: returned %d bytes to the disk", freed)
+            except interface.StorageError as e:
+                _log.info("storage: reclaiming space failed (%s); retried after the next delete", e)
+            if not self._reclaim_again or self._closed:
+                return
+
     def _read_inline(self, fn: Callable[..., _T], *args: object) -> _T:
         try:
             return fn(*args)
@@ -284,6 +421,8 @@ class SQLiteStorage:
         publish = self._broadcaster.publish
         for op, outcome in outcomes:
             if isinstance(outcome, BaseException):
+                if isinstance(outcome, interface.NoSpace):
+                    self._enter_full(outcome)
                 if not op.future.done():
                     op.future.set_exception(outcome)
                 continue

@@ -85,8 +85,9 @@ def history(
 ) -> list[interface.Event]:
     """Events under ``prefix`` for revisions in ``(after, upto]``, in revision order.
 
-    A row is ADDED when it created its key, DELETED when it is a deletion (its value is the last
-    state), MODIFIED otherwise; ``prev_object`` comes from the row named by ``prev_rev``.
+    A row is ADDED when it created its key, DELETED when it is a deletion, MODIFIED otherwise;
+    ``prev_object`` comes from the row named by ``prev_rev``. A deletion's row holds no value (stores
+    written by older versions hold the last state there): its last state is the previous row's.
     """
     where, params = _range(prefix, "")
     events: list[interface.Event] = []
@@ -99,7 +100,8 @@ def history(
         ).fetchall()
         if not rows:
             break
-        wanted = [r[3] for r in rows if r[3] and not r[4] and r[2] != r[0]]
+        # previous states needed: an update's, and a value-less deletion's (its last state)
+        wanted = [r[3] for r in rows if r[3] and ((r[4] and not r[5]) or (not r[4] and r[2] != r[0]))]
         prev_values: dict[int, bytes] = {}
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
@@ -107,8 +109,9 @@ def history(
             prev_values.update(conn.execute(f"SELECT rev, value FROM log WHERE rev IN ({marks})", chunk))
         for rev, key, create_rev, prev_rev, deleted, value in rows:
             if deleted:
-                last = decode(value, rev)
-                events.append(interface.Event(interface.DELETED, key, last, rev, decode(value, prev_rev)))
+                state = value or prev_values[prev_rev]
+                last = decode(state, rev)
+                events.append(interface.Event(interface.DELETED, key, last, rev, decode(state, prev_rev)))
             elif create_rev == rev:
                 events.append(interface.Event(interface.ADDED, key, decode(value, rev), rev))
             else:

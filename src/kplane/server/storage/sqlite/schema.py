@@ -12,6 +12,7 @@ database file's mode), and a store created by an older kplane is narrowed when o
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 
@@ -49,6 +50,11 @@ def connect(path: str, *, create: bool) -> sqlite3.Connection:
         raise interface.StorageError(f"{path}: cannot open store ({e})") from e
     try:
         conn.execute("PRAGMA busy_timeout=30000")
+        if create:
+            # Lets free pages go back to the file system in small steps (a full VACUUM needs as
+            # much free space as the live data, which a full disk does not have). It only takes
+            # effect on a new file, and must precede the switch to WAL.
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal" and path != ":memory:":
             raise _not_a_store(path, f"journal mode {mode!r} instead of wal")
@@ -59,11 +65,26 @@ def connect(path: str, *, create: bool) -> sqlite3.Connection:
             _verify(conn, path)
     except sqlite3.DatabaseError as e:
         conn.close()
+        if is_full(e):
+            raise interface.NoSpace(path, str(e)) from e
         raise _not_a_store(path, str(e)) from e
     except interface.StorageError:
         conn.close()
         raise
     return conn
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already (it may after SQLITE_FULL)."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
+def is_full(e: BaseException) -> bool:
+    """True when ``e`` (from SQLite or the OS) means the disk is full."""
+    if isinstance(e, OSError):
+        return e.errno == errno.ENOSPC
+    return getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(e)
 
 
 def make_private(path: str, *, create: bool) -> None:
@@ -73,6 +94,8 @@ def make_private(path: str, *, create: bool) -> None:
         try:
             os.close(os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE))
         except OSError as e:
+            if is_full(e):
+                raise interface.NoSpace(path, e.strerror or str(e)) from e
             raise interface.StorageError(f"{path}: cannot create store ({e.strerror or e})") from e
     for name in (path, *(path + suffix for suffix in COMPANIONS)):
         with contextlib.suppress(FileNotFoundError):
@@ -94,7 +117,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
             conn.execute("INSERT INTO meta(name, value) VALUES ('compacted', '0')")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
     _verify(conn, path)
 

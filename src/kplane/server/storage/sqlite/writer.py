@@ -16,7 +16,9 @@ update or delete whose ``expected_rev`` is no longer the key's latest revision c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import os
 import queue
 import sqlite3
 import threading
@@ -34,6 +36,7 @@ CONFLICT: Final = -1
 """Outcome of an update/delete whose ``expected_rev`` was overtaken by another write."""
 
 _MAX_BATCH = 2_000
+_INCREMENTAL = 2  # PRAGMA auto_vacuum's value for INCREMENTAL
 
 
 _ROWS_PER_STATEMENT = 128  # 6 parameters a row stays far below SQLite's parameter limit
@@ -65,6 +68,17 @@ class CompactOp:
     future: asyncio.Future[int]
 
 
+@dataclass(slots=True, eq=False)
+class ReclaimOp:
+    """Give free space back to the file system: checkpoint and truncate the WAL, then move free
+    pages out of the database file (stores created with ``auto_vacuum=INCREMENTAL``) in steps of
+    ``step_pages``, truncating the WAL after each step so the extra space needed stays small.
+    Resolves to the number of bytes the store's files shrank by."""
+
+    future: asyncio.Future[int]
+    step_pages: int = 1024
+
+
 Outcome = int | BaseException
 """A committed revision, ``CONFLICT``, or the exception to raise in the caller."""
 Deliver = Callable[[list[tuple[WriteOp, Outcome]]], None]
@@ -87,7 +101,8 @@ class Writer:
     compacted: int = 0
     commits: int = 0
     writes: int = 0
-    _queue: queue.SimpleQueue[WriteOp | CompactOp | list[WriteOp] | None] = field(
+    path: str = ""
+    _queue: queue.SimpleQueue[WriteOp | CompactOp | ReclaimOp | list[WriteOp] | None] = field(
         default_factory=queue.SimpleQueue
     )
     _latest: dict[str, _Latest] = field(default_factory=dict)
@@ -110,7 +125,7 @@ class Writer:
         self._thread = threading.Thread(target=self._run, name="kplane-sqlite-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, op: WriteOp | CompactOp | list[WriteOp]) -> None:
+    def submit(self, op: WriteOp | CompactOp | ReclaimOp | list[WriteOp]) -> None:
         """Queue ``op`` (or several writes at once); each future resolves after its transaction
         committed. Thread-safe."""
         self._queue.put(op)
@@ -129,7 +144,7 @@ class Writer:
                 break
             if isinstance(item, WriteOp):
                 refused.append((item, interface.StorageError("storage is closed")))
-            elif isinstance(item, CompactOp):
+            elif isinstance(item, CompactOp | ReclaimOp):
                 self._post_compaction(item, interface.StorageError("storage is closed"))
         self._post(refused)
 
@@ -140,12 +155,12 @@ class Writer:
         stopping = False
         while not stopping:
             batch: list[WriteOp] = []
-            compactions: list[CompactOp] = []
+            compactions: list[CompactOp | ReclaimOp] = []
             item = get()
             while True:
                 if item is None:
                     stopping = True
-                elif isinstance(item, CompactOp):
+                elif isinstance(item, CompactOp | ReclaimOp):
                     compactions.append(item)
                 elif isinstance(item, list):
                     batch.extend(item)
@@ -161,9 +176,12 @@ class Writer:
                 if batch:
                     self._commit(batch)
                 for compaction in compactions:
-                    self._compact(compaction)
+                    if isinstance(compaction, ReclaimOp):
+                        self._reclaim(compaction)
+                    else:
+                        self._compact(compaction)
             except Exception as e:  # never let the thread die with callers waiting on it
-                error = interface.StorageError(f"storage writer failed: {e!r}")
+                error = self._failure("storage writer", e)
                 self._post([(op, error) for op in batch if not op.future.done()])
                 for compaction in compactions:
                     self._post_compaction(compaction, error)
@@ -197,7 +215,7 @@ class Writer:
             try:
                 self._insert(rows)
             except sqlite3.Error as e:
-                error = interface.StorageError(f"write failed: {e}")
+                error = self._failure("write", e)
                 self._post([(op, error) for op in batch])
                 return
             latest.update(overlay)
@@ -225,7 +243,7 @@ class Writer:
                 conn.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            schema.rollback(conn)
             raise
 
     def _compact(self, op: CompactOp) -> None:
@@ -254,11 +272,11 @@ class Writer:
                 conn.execute("UPDATE meta SET value = ? WHERE name = 'compacted'", (str(hi),))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                schema.rollback(conn)
                 raise
         except sqlite3.Error as e:
             self.compacted = lo
-            self._post_compaction(op, interface.StorageError(f"compaction failed: {e}"))
+            self._post_compaction(op, self._failure("compaction", e))
             return
         for rev, key in tombstones:
             cur = self._latest.get(key)
@@ -266,6 +284,35 @@ class Writer:
                 del self._latest[key]
         self.commits += 1
         self._post_compaction(op, hi)
+
+    def _reclaim(self, op: ReclaimOp) -> None:
+        conn = self.conn
+        before = self._file_bytes()
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL:
+                while conn.execute("PRAGMA freelist_count").fetchone()[0] > 0:
+                    # Python's execute steps a PRAGMA once, which frees one page; a script runs it
+                    # to completion.
+                    conn.executescript(f"PRAGMA incremental_vacuum({op.step_pages});")
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as e:
+            self._post_compaction(op, self._failure("reclaiming space", e))
+            return
+        self._post_compaction(op, max(0, before - self._file_bytes()))
+
+    def _file_bytes(self) -> int:
+        total = 0
+        for name in (self.path, self.path + "-wal"):
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(name)
+        return total
+
+    def _failure(self, what: str, e: BaseException) -> interface.StorageError:
+        """The storage error for a failed ``what``: ``NoSpace`` when the disk is full."""
+        if schema.is_full(e):
+            return interface.NoSpace(self.path, str(e))
+        return interface.StorageError(f"{what} failed: {e}")
 
     def _post(self, outcomes: list[tuple[WriteOp, Outcome]]) -> None:
         if not outcomes:
@@ -276,7 +323,7 @@ class Writer:
         except RuntimeError:
             pass  # the loop is closed: nobody is waiting any more
 
-    def _post_compaction(self, op: CompactOp, outcome: int | BaseException) -> None:
+    def _post_compaction(self, op: CompactOp | ReclaimOp, outcome: int | BaseException) -> None:
         def resolve(fut: asyncio.Future[int] = op.future) -> None:
             if fut.done():
                 return
