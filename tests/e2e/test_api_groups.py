@@ -308,6 +308,8 @@ def test_kubectl_certificate_approve(server: Server, api: helpers.Kube) -> None:
     got = api.ok("GET", f"/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}")
     (cond,) = got["status"]["conditions"]
     assert (cond["type"], cond["status"], cond["reason"]) == ("Approved", "True", "KubectlApprove")
+    row = server.kubectl("get", "csr", name, "--no-headers").stdout.split()
+    assert row[2] == "kubernetes.io/kube-apiserver-client" and row[-1] == "Approved"
     api.ok(
         "PUT",
         f"/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}/status",
@@ -439,3 +441,36 @@ def test_componentstatuses(server: Server) -> None:
     (item,) = json.loads(res.stdout)["items"]
     assert item["metadata"]["name"] == "etcd-0"
     assert item["conditions"] == [{"type": "Healthy", "status": "True", "message": "ok"}]
+
+
+@requires_kubectl
+def test_kubectl_get_columns(server: Server) -> None:
+    """kubectl get shows upstream's Table columns for the new kinds (printers.go, kube-aggregator)."""
+    header = server.kubectl("get", "apiservices").stdout.splitlines()[0].split()
+    assert header == ["NAME", "SERVICE", "AVAILABLE", "AGE"]
+    row = next(
+        r.split()
+        for r in server.kubectl("get", "apiservices").stdout.splitlines()
+        if r.startswith("v1.apps ")
+    )
+    assert row[1:3] == ["Local", "True"]
+    out = server.kubectl("get", "prioritylevelconfigurations", "exempt").stdout.splitlines()
+    assert out[0].split() == [
+        "NAME",
+        "TYPE",
+        "NOMINALCONCURRENCYSHARES",
+        "QUEUES",
+        "HANDSIZE",
+        "QUEUELENGTHLIMIT",
+        "AGE",
+    ]
+    assert out[1].split()[:6] == ["exempt", "Exempt", "<none>", "<none>", "<none>", "<none>"]
+    cs = server.kubectl("get", "componentstatuses").stdout.splitlines()
+    assert cs[0].split() == ["NAME", "STATUS", "MESSAGE", "ERROR"] and cs[1].split() == [
+        "etcd-0",
+        "Healthy",
+        "ok",
+    ]
+    fs = server.kubectl("get", "flowschemas", "catch-all").stdout.splitlines()
+    assert fs[0].split()[:4] == ["NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE", "DISTINGUISHERMETHOD"]
+    assert fs[1].split()[:4] == ["catch-all", "catch-all", "10000", "ByUser"]

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from kplane._util import clock
 from kplane.api import catalog
-from kplane.server.endpoints.table import _format, cluster, core, generic, pods, workloads
+from kplane.server.endpoints.table import _format, apis, cluster, core, generic, pods, workloads
 from kplane.server.endpoints.table import printer as p
 
 IncludeObject = Literal["None", "Metadata", "Object"]
@@ -31,6 +31,7 @@ _BUILTIN: dict[tuple[str, str], p.Printer] = {
     **core.PRINTERS,
     **workloads.PRINTERS,
     **cluster.PRINTERS,
+    **apis.PRINTERS,
 }
 
 _REAL_CLOCK = clock.RealClock()
