@@ -474,3 +474,18 @@ def test_kubectl_get_columns(server: Server) -> None:
     fs = server.kubectl("get", "flowschemas", "catch-all").stdout.splitlines()
     assert fs[0].split()[:4] == ["NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE", "DISTINGUISHERMETHOD"]
     assert fs[1].split()[:4] == ["catch-all", "catch-all", "10000", "ByUser"]
+
+
+def test_hpa_watch_in_either_version(api: helpers.Kube) -> None:
+    """A watch at autoscaling/v1 sees objects written through v2 as v1 (and v2 watchers as v2)."""
+    name = helpers.unique("hpaw")
+    path = f"/apis/autoscaling/{{}}/namespaces/{NS}/horizontalpodautoscalers"
+    with api.watch(path.format("v1"), {"timeoutSeconds": 10, "fieldSelector": f"metadata.name={name}"}) as w1:
+        api.ok("POST", path.format("v2"), dict(_HPA_V2, metadata={"name": name}))
+        ev = w1.until(lambda e: e["type"] == "ADDED")
+    obj = ev["object"]
+    assert obj["apiVersion"] == "autoscaling/v1" and obj["spec"]["targetCPUUtilizationPercentage"] == 50
+    assert "autoscaling.alpha.kubernetes.io/metrics" in obj["metadata"]["annotations"]
+    with api.watch(path.format("v2"), {"timeoutSeconds": 10, "fieldSelector": f"metadata.name={name}"}) as w2:
+        ev = w2.until(lambda e: e["type"] == "ADDED")
+    assert ev["object"]["apiVersion"] == "autoscaling/v2" and len(ev["object"]["spec"]["metrics"]) == 2
