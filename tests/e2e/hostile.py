@@ -398,6 +398,9 @@ class Generator:
                     "from": self.rnd.choice(["/data", 1, "/nope"]),
                 }
             ]
+            if shape == 1 and self.rnd.random() < 0.15:  # each costs up to ~0.5 s of server CPU
+                copies = self.rnd.randrange(1, 40)
+                ops = [{"op": "copy", "from": "/data", "path": f"/data/c{i}"} for i in range(copies)]
             body = json.dumps(ops) if shape else deep_json(self.rnd.choice([300, 1000, 1100]), "[")
         else:
             patch: object = {

@@ -251,3 +251,77 @@ def test_url_with_control_characters_in_query(api: Kube) -> None:
     """Selectors holding NUL are refused as client errors."""
     resp = api.get(CMS + "?labelSelector=" + urllib.parse.quote("a=\x00"))
     assert 400 <= resp.status < 500
+
+
+def test_json_patch_copy_bomb_is_bounded(api: Kube, cm: str) -> None:
+    """Copies of a value into itself double it each time: bounded as evanphx/json-patch's
+    AccumulatedCopySizeError (``Unable to complete the copy, the accumulated size increase of copy
+    is N, exceeding the limit M``, M = kube-apiserver's JSONPatchMaxCopyBytes, 3 MiB), answered
+    422 as upstream answers patch application errors."""
+    api.ok(
+        "PATCH", f"{CMS}/{cm}", {"data": {"big": "x" * 100_000}}, content_type="application/merge-patch+json"
+    )
+    ops = [{"op": "copy", "from": "/data", "path": f"/data/x{i}"} for i in range(60)]
+    st = assert_status(api.patch(f"{CMS}/{cm}", ops, "json", timeout=60), 422)
+    assert "Unable to complete the copy, the accumulated size increase of copy is " in st["message"]
+    assert st["message"].endswith(", exceeding the limit 3145728")
+
+
+def test_json_patch_copies_of_many_small_values_are_bounded(api: Kube, cm: str) -> None:
+    """kplane also bounds the number of values copies add (a Python value costs far more than its
+    JSON bytes): 20,000."""
+    ops = [{"op": "copy", "from": "/data", "path": f"/data/x{i}"} for i in range(60)]
+    st = assert_status(api.patch(f"{CMS}/{cm}", ops, "json", timeout=60), 422)
+    assert st["message"].endswith("Unable to complete the copy, the copies would add more than 20000 values")
+
+
+def test_json_patch_with_too_many_operations(api: Kube, cm: str) -> None:
+    """handlers/patch.go maxJSONPatchOperations: 413 ``The allowed maximum operations in a JSON
+    patch is 10000, got 10001``."""
+    ops = [{"op": "test", "path": "/data/a", "value": "b"}] * 10_001
+    st = assert_status(api.patch(f"{CMS}/{cm}", ops, "json"), 413, "RequestEntityTooLarge")
+    assert st["message"] == "The allowed maximum operations in a JSON patch is 10000, got 10001"
+
+
+def test_a_patch_cannot_build_an_object_deeper_than_the_limit(api: Kube) -> None:
+    """A JSON patch may add a deep value at a deep path; what would be stored past the nesting
+    limit is refused (400), and the stored object stays as it was."""
+    crd_name = "deeps.hostile-answers.example.com"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": crd_name},
+        "spec": {
+            "group": "hostile-answers.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "deeps", "singular": "deep", "kind": "Deep"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+    api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    path = "/apis/hostile-answers.example.com/v1/namespaces/default/deeps"
+    deep = json.loads(_deep(150))
+    obj = {
+        "apiVersion": "hostile-answers.example.com/v1",
+        "kind": "Deep",
+        "metadata": {"name": "d"},
+        "spec": deep,
+    }
+    api.ok("POST", path, obj)
+    pointer = "/spec" + "/a" * 149
+    resp = api.patch(f"{path}/d", [{"op": "add", "path": pointer, "value": deep}], "json")
+    st = assert_status(resp, 400, "BadRequest")
+    assert (
+        st["message"]
+        == f"the patched object nests deeper than {MAX_DEPTH} levels, the most this server stores"
+    )
+    assert api.ok("GET", f"{path}/d")["spec"] == deep

@@ -10,9 +10,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
 from kplane.api.patch import _base
 
 _OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
+
+MAX_OPERATIONS = 10_000
+"""Upstream's bound on one patch (apiserver handlers/patch.go ``maxJSONPatchOperations``)."""
+COPY_SIZE_LIMIT = 3 * 1024 * 1024
+"""Bytes of JSON that ``copy`` operations of one patch may add in all (json-patch's
+``AccumulatedCopySizeLimit``, which kube-apiserver sets to its ``JSONPatchMaxCopyBytes``, 3 MiB):
+a few dozen copies of a value into itself would otherwise double it each time."""
+COPY_VALUE_LIMIT = 20_000
+"""Values (objects, arrays, scalars) that copies of one patch may add in all: kplane's own bound,
+since a Python value costs tens of times its JSON bytes (3 MiB of ``{"a":"b"}`` is ~50 MB)."""
 
 
 def json_patch(document: Any, operations: Any) -> Any:
@@ -23,10 +35,65 @@ def json_patch(document: Any, operations: Any) -> Any:
     """
     if not isinstance(operations, list):
         raise _base.PatchError("a JSON patch must be a list of operations")
+    if len(operations) > MAX_OPERATIONS:
+        raise TooManyOperations(
+            f"The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {len(operations)}"
+        )
     doc = _base.copy_json(document)
+    copied = [0, 0]  # bytes, values
     for index, op in enumerate(operations):
-        doc = _apply(doc, op, index)
+        doc = _apply(doc, op, index, copied)
     return doc
+
+
+class TooManyOperations(_base.PatchError):
+    """More than ``MAX_OPERATIONS`` operations (upstream answers 413)."""
+
+
+def _copy_measured(value: Any, budget: int) -> tuple[Any, int]:
+    """A deep copy of ``value`` and its size as compact JSON. orjson does both in C (a copy made by
+    re-reading the encoding is exact for JSON values); a value deeper than orjson nests is measured
+    by walking it, only until past ``budget``, and copied only when it fits."""
+    try:
+        encoded = orjson.dumps(value)
+    except TypeError:
+        size = _estimate_size(value, budget)
+        return (_base.copy_json(value) if size <= budget else None), size
+    if len(encoded) > budget:
+        return None, len(encoded)
+    return orjson.loads(encoded), len(encoded)
+
+
+def _count_values(value: Any, budget: int) -> int:
+    """The number of values in ``value``, counted only until past ``budget``."""
+    count = 0
+    stack = [value]
+    while stack and count <= budget:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
+
+
+def _estimate_size(value: Any, budget: int) -> int:
+    size = 0
+    stack = [value]
+    while stack and size <= budget:
+        node = stack.pop()
+        if isinstance(node, dict):
+            size += 1 + len(node) * 2 + sum(len(k) + 2 for k in node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            size += 1 + max(len(node), 1)
+            stack.extend(node)
+        elif isinstance(node, str):
+            size += len(node) + 2
+        else:
+            size += len(str(node)) if node is not None else 4
+    return size
 
 
 def parse_pointer(pointer: str) -> list[str]:
@@ -47,7 +114,7 @@ def parse_pointer(pointer: str) -> list[str]:
     return out
 
 
-def _apply(doc: Any, op: Any, index: int) -> Any:
+def _apply(doc: Any, op: Any, index: int, copied: list[int]) -> Any:
     if not isinstance(op, dict):
         raise _base.PatchError(f"operation {index}: must be an object")
     name = op.get("op")
@@ -77,7 +144,22 @@ def _apply(doc: Any, op: Any, index: int) -> Any:
             return _add(doc, tokens, value, path)
         case "copy":
             source = _string_member(op, "from", index)
-            value = _base.copy_json(_get(doc, parse_pointer(source), source))
+            value, size = _copy_measured(
+                _get(doc, parse_pointer(source), source), COPY_SIZE_LIMIT - copied[0]
+            )
+            copied[0] += size
+            if value is not None:
+                copied[1] += _count_values(value, COPY_VALUE_LIMIT - copied[1])
+            if copied[1] > COPY_VALUE_LIMIT:
+                raise _base.PatchError(
+                    f"Unable to complete the copy, the copies would add more than {COPY_VALUE_LIMIT} values"
+                )
+            if copied[0] > COPY_SIZE_LIMIT:
+                # evanphx/json-patch AccumulatedCopySizeError
+                raise _base.PatchError(
+                    "Unable to complete the copy, the accumulated size increase of copy is "
+                    f"{copied[0]}, exceeding the limit {COPY_SIZE_LIMIT}"
+                )
             return _add(doc, tokens, value, path)
         case _:  # test
             expected = _value(op, index)

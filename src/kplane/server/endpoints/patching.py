@@ -15,6 +15,7 @@ from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api import patch as patches
 from kplane.api.catalog import ResourceRecord
+from kplane.api.patch import jsonpatch
 from kplane.server.endpoints import negotiation
 from kplane.server.registry.store import Transform
 
@@ -53,6 +54,12 @@ def schema_node(record: ResourceRecord) -> Any:
 def transform_for(record: ResourceRecord, content_type: str, patch: Any) -> Transform:
     """A function that applies ``patch`` to a current object; errors are 4xx API errors."""
     if content_type == negotiation.JSON_PATCH:
+        if isinstance(patch, list) and len(patch) > jsonpatch.MAX_OPERATIONS:
+            # upstream handlers/patch.go: 413 before the patch is applied
+            raise errors.RequestEntityTooLarge(
+                "The allowed maximum operations in a JSON patch is "
+                f"{jsonpatch.MAX_OPERATIONS}, got {len(patch)}"
+            )
 
         def apply_json(current: Object) -> Object:
             try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kplane._util.clock import Clock
-from kplane.api import errors
+from kplane.api import errors, jsonbody
 from kplane.api.catalog import ResourceRecord
 from kplane.api.gvk import GroupResource
 from kplane.server import storage
@@ -277,6 +277,13 @@ class Registry:
         if not isinstance(produced, dict):
             raise errors.BadRequest("the object must be a JSON object")
         new = dict(produced)
+        if jsonbody.too_deep(new):
+            # a patch can build what no body may hold (a JSON patch adding a deep value at a deep
+            # path); kplane's nesting limit (README) holds for stored objects too
+            raise errors.BadRequest(
+                f"the patched object nests deeper than {jsonbody.MAX_DEPTH} levels, "
+                "the most this server stores"
+            )
         check_type(record, new)
         metatypes.check_metadata(new, record.kind, record.version)
         meta = new.get("metadata")
