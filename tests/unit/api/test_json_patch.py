@@ -113,3 +113,28 @@ def test_failure_is_atomic_and_input_untouched() -> None:
 def test_parse_pointer_unescapes_in_order() -> None:
     """~01 decodes to ~1 (tilde first escaped, then literal 1), not to /."""
     assert jsonpatch.parse_pointer("/a~01/b~1c") == ["a~1", "b/c"]
+
+
+def test_copies_are_bounded_by_the_accumulated_size() -> None:
+    """evanphx/json-patch AccumulatedCopySizeError, with kube-apiserver's limit (3 MiB)."""
+    doc = {"data": {"big": "x" * 100_000}}
+    ops = [{"op": "copy", "from": "/data", "path": f"/data/x{i}"} for i in range(60)]
+    with pytest.raises(patch.PatchError) as info:
+        jsonpatch.json_patch(doc, ops)
+    message = str(info.value)
+    assert message.startswith("Unable to complete the copy, the accumulated size increase of copy is ")
+    assert message.endswith(f", exceeding the limit {jsonpatch.COPY_SIZE_LIMIT}")
+
+
+def test_copies_are_bounded_by_the_number_of_values() -> None:
+    """kplane's own bound: Python values cost far more than their JSON bytes."""
+    ops = [{"op": "copy", "from": "/data", "path": f"/data/x{i}"} for i in range(60)]
+    with pytest.raises(patch.PatchError, match="the copies would add more than 20000 values"):
+        jsonpatch.json_patch({"data": {"a": "b"}}, ops)
+
+
+def test_too_many_operations() -> None:
+    """Upstream's maxJSONPatchOperations (handlers/patch.go)."""
+    with pytest.raises(jsonpatch.TooManyOperations) as info:
+        jsonpatch.json_patch({}, [{"op": "test", "path": "", "value": {}}] * 10_001)
+    assert str(info.value) == "The allowed maximum operations in a JSON patch is 10000, got 10001"
