@@ -26,7 +26,7 @@ Object = dict[str, Any]
 
 async def get(scope: Scope) -> web.StreamResponse:
     obj = await scope.registry.get(scope.record, scope.info.namespace, scope.info.name)
-    return scope.respond(obj)
+    return scope.respond(obj, stored=True)
 
 
 async def create(scope: Scope) -> web.StreamResponse:

@@ -3,12 +3,10 @@
 
 Design note. Encoding an object as protobuf in Python costs ~20 µs against ~1.5 µs for orjson's
 JSON, so a list of 2,000 objects would answer several times slower in protobuf than in JSON. But
-the watch cache hands out the same dict for an object until it is written again (objects in the
-cache are never mutated in place), so an object's bytes can be kept beside it: the memo is keyed
-by the dict's identity and holds a reference to it, so the identity cannot be reused by another
-object while the entry lives. A write makes a new dict, and so a new entry; the old one ages out.
-Least recently used entries are dropped past a byte budget. Upstream does the same for watch
-events (``cachingObject``): encode once per serializer, serve many times.
+a stored object's state is named by its resourceVersion, so its bytes can be kept under that name
+and reused by every read until a write makes a new state (and a new entry; the old one ages out,
+oldest first, past a byte budget). Entries hold no reference to the objects. Upstream does the
+same for watch events (``cachingObject``): encode once per serializer, serve many times.
 """
 
 from __future__ import annotations
@@ -29,71 +27,82 @@ _BODIES = 1024
 
 
 class ProtobufMemo:
-    """Encodings of objects, by object identity, within a byte budget (oldest entries go first).
+    """Protobuf encodings of stored objects, keyed by kind and resourceVersion, within a byte budget.
 
-    Each entry keeps the object's message framed as a list item (``protobuf.item_field``), which
-    both lists (concatenated) and single replies (sliced, then enveloped) are made from; the last
-    1,024 single replies are kept whole too (within a quarter of the budget). Callers
-    must not mutate an object after asking for its encoding (objects from storage are immutable
-    by contract). Not thread-safe: used from the event loop only.
+    A resourceVersion names one stored state of one object (the uid is checked too), so an entry
+    never goes stale, it only stops being used, and it holds no reference to the object. Only
+    objects as read from storage may be passed: a write's reply (a dry run's above all) may carry
+    a resourceVersion with other content. Each entry keeps the object's message framed as a list
+    item (``protobuf.item_field``), which lists concatenate and single replies slice and envelope;
+    the last 1,024 single replies are kept whole too. Oldest entries go first past the budget.
+    Not thread-safe: used from the event loop only.
     """
 
     def __init__(self, budget_bytes: int = 32 * 1024 * 1024) -> None:
         self._budget = budget_bytes
         self._size = 0
-        # id(obj) -> (obj, apiVersion + "/" + kind, item field, length of its tag and size prefix)
-        self._entries: dict[int, tuple[Object, str, bytes, int]] = {}
+        # (apiVersion/kind, resourceVersion) -> (uid, item field, length of its tag and size prefix)
+        self._entries: dict[tuple[str, str], tuple[str, bytes, int]] = {}
         # Whole single-object replies, for objects read again and again (a controller's GETs).
-        self._bodies: dict[int, tuple[Object, bytes]] = {}
+        self._bodies: dict[tuple[str, str], tuple[str, bytes]] = {}
         self._bodies_size = 0
 
     def _field(self, obj: Object, api_version: str, kind: str) -> tuple[bytes, int]:
-        entry = self._entries.get(id(obj))
-        if entry is not None and entry[0] is obj and entry[1] == f"{api_version}/{kind}":
-            return entry[2], entry[3]
+        meta = obj.get("metadata") or {}
+        key = (f"{api_version}/{kind}", meta.get("resourceVersion") or "")
+        uid = meta.get("uid") or ""
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] == uid:
+            return entry[1], entry[2]
         message = protobuf.item_message(api_version, kind, obj)
         field = protobuf.item_field(message)
+        prefix = len(field) - len(message)
+        if not key[1] or not uid:
+            return field, prefix  # not a stored state: nothing names it
         if entry is not None:
-            self._size -= len(entry[2])
-            del self._entries[id(obj)]
-        self._entries[id(obj)] = (obj, f"{api_version}/{kind}", field, len(field) - len(message))
+            self._size -= len(entry[1])
+            del self._entries[key]
+        self._entries[key] = (uid, field, prefix)
         self._size += len(field)
         while self._size > self._budget and self._entries:  # dicts iterate oldest first
-            oldest = next(iter(self._entries))
-            self._size -= len(self._entries.pop(oldest)[2])
-        return field, len(field) - len(message)
+            self._size -= len(self._entries.pop(next(iter(self._entries)))[1])
+        return field, prefix
 
     def items(self, objs: list[Object], api_version: str, kind: str) -> list[bytes]:
-        """The ``items`` fields of a list of ``kind`` objects, for ``protobuf.encode_list``."""
+        """The ``items`` fields of a list of stored ``kind`` objects, for ``protobuf.encode_list``."""
         entries = self._entries
         tag = f"{api_version}/{kind}"
         out = []
         for obj in objs:
-            entry = entries.get(id(obj))
-            if entry is not None and entry[0] is obj and entry[1] == tag:
-                out.append(entry[2])
+            meta = obj["metadata"]
+            entry = entries.get((tag, meta.get("resourceVersion") or ""))
+            if entry is not None and entry[0] == meta.get("uid"):
+                out.append(entry[1])
             else:
                 out.append(self._field(obj, api_version, kind)[0])
         return out
 
     def encode(self, obj: Object, api_version: str = "", kind: str = "") -> bytes:
-        """A whole reply body for ``obj`` (enveloped, as ``protobuf.encode``), as its own kind or as
-        ``kind`` at ``api_version`` (a view such as PartialObjectMetadata); the last few are kept."""
-        body = self._bodies.get(id(obj))
-        if body is not None and body[0] is obj and not kind:
-            return body[1]
+        """A whole reply body for stored ``obj`` (enveloped, as ``protobuf.encode``), as its own
+        kind or as ``kind`` at ``api_version`` (a view such as PartialObjectMetadata)."""
         if kind:
             field, prefix = self._field(obj, api_version, kind)
             return protobuf.envelope(api_version, kind, field[prefix:])
         api_version, kind = obj.get("apiVersion") or "", obj.get("kind") or ""
+        meta = obj.get("metadata") or {}
+        key, uid = (f"{api_version}/{kind}", meta.get("resourceVersion") or ""), meta.get("uid") or ""
+        body = self._bodies.get(key)
+        if body is not None and body[0] == uid:
+            return body[1]
         field, prefix = self._field(obj, api_version, kind)  # ProtobufError for kinds without descriptors
         data = protobuf.envelope(api_version, kind, field[prefix:])
-        if body is not None:  # a dead object's entry under a reused identity
-            self._bodies_size -= len(self._bodies.pop(id(obj))[1])
-        self._bodies[id(obj)] = (obj, data)
-        self._bodies_size += len(data)
-        while len(self._bodies) > _BODIES or self._bodies_size > self._budget // 4:
-            self._bodies_size -= len(self._bodies.pop(next(iter(self._bodies)))[1])
+        if key[1] and uid:
+            if body is not None:
+                self._bodies_size -= len(self._bodies.pop(key)[1])
+            self._bodies[key] = (uid, data)
+            self._bodies_size += len(data)
+            while len(self._bodies) > _BODIES or self._bodies_size > self._budget // 4:
+                self._bodies_size -= len(self._bodies.pop(next(iter(self._bodies)))[1])
         return data
 
     def __len__(self) -> int:

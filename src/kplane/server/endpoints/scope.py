@@ -116,16 +116,17 @@ class Scope:
                 "the request body is too large: at most 3145728 bytes are accepted"
             ) from None
 
-    def respond(self, obj: Object, status: int = 200) -> web.Response:
+    def respond(self, obj: Object, status: int = 200, *, stored: bool = False) -> web.Response:
         """An object of this endpoint (or a Status), in the negotiated media type or as a one-row
-        Table; 406 when the Accept header allows none."""
+        Table; 406 when the Accept header allows none. ``stored``: ``obj`` was read from storage as
+        is, so its encoding may be memoised (never a write's reply, see ``encoded``)."""
         form = self.form
         if form.error is not None:
             raise form.error
         if form.partial and obj.get("kind") != "Status":
             if form.partial == negotiation.PARTIAL_LIST:
                 raise partial.list_expected(self.record)
-            if form.media == negotiation.PROTOBUF:
+            if form.media == negotiation.PROTOBUF and stored:
                 body = self.protobuf_memo.encode(obj, partial.api_version(form.partial_version), form.partial)
                 return web.Response(body=body, status=status, headers=self.headers(form.media))
             return self.respond_plain(partial.of_object(obj, form.partial_version), status)
@@ -135,9 +136,9 @@ class Scope:
             )
             body = negotiation.encode(tbl, form.media)
             return web.Response(body=body, status=status, headers=self.headers(form.media))
-        return self.respond_plain(obj, status)
+        return self.respond_plain(obj, status, stored=stored)
 
-    def respond_plain(self, obj: Object, status: int = 200) -> web.Response:
+    def respond_plain(self, obj: Object, status: int = 200, *, stored: bool = False) -> web.Response:
         """``obj`` (an object, list or Status) in the negotiated media type, never as a Table."""
         media = self.form.media
         if self.form.error is not None:
@@ -145,7 +146,7 @@ class Scope:
         if media == negotiation.JSON:
             body = negotiation.encode_json(obj)
         elif media == negotiation.PROTOBUF:
-            body = self.protobuf_memo.encode(obj)
+            body = self.protobuf_memo.encode(obj) if stored else protobuf.encode(obj)
         else:
             body = negotiation.encode(obj, media)
         return web.Response(body=body, status=status, headers=self.headers(media))
