@@ -341,3 +341,49 @@ def test_a_patch_cannot_build_an_object_deeper_than_the_limit(api: Kube) -> None
         == f"the patched object nests deeper than {MAX_DEPTH} levels, the most this server stores"
     )
     assert api.ok("GET", f"{path}/d")["spec"] == deep
+
+
+def test_an_object_at_the_limit_survives_every_verb_and_form(api: Kube) -> None:
+    """At the nesting limit a custom object is created, applied (by two managers), patched, replaced
+    and read as JSON, YAML and a Table: the schema, patch and field-ownership walks and the encoders
+    all hold it (managedFields mirror its depth and do not count against the limit)."""
+    group = "at-limit.example.com"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"things.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+    api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    path = f"/apis/{group}/v1/namespaces/default/things"
+    spec = _deep(MAX_DEPTH - 1)
+    obj = f'{{"apiVersion":"{group}/v1","kind":"Thing","metadata":{{"name":"t"}},"spec":{spec}}}'
+    api.ok("POST", path, obj, query={"fieldValidation": "Strict"})
+    for manager in ("one", "two"):
+        applied = obj.replace('"a":1', f'"{manager}":1') if manager == "two" else obj
+        resp = api.patch(f"{path}/t", applied, "apply", query={"fieldManager": manager, "force": "true"})
+        assert resp.status == 200, resp.body[:300]
+    api.ok(
+        "PATCH",
+        f"{path}/t",
+        '{"spec":' + _deep(MAX_DEPTH - 2) + "}",
+        content_type="application/merge-patch+json",
+    )
+    api.ok("PUT", f"{path}/t", obj)
+    for accept in ("application/json", "application/yaml", "application/json;as=Table;v=v1;g=meta.k8s.io"):
+        assert api.get(path, headers={"Accept": accept}).status == 200
+        assert api.get(f"{path}/t", headers={"Accept": accept}).status == 200

@@ -277,7 +277,7 @@ class Registry:
         if not isinstance(produced, dict):
             raise errors.BadRequest("the object must be a JSON object")
         new = dict(produced)
-        if jsonbody.too_deep(new):
+        if jsonbody.too_deep(_without_managed_fields(new)):
             # a patch can build what no body may hold (a JSON patch adding a deep value at a deep
             # path); kplane's nesting limit (README) holds for stored objects too
             raise errors.BadRequest(
@@ -484,3 +484,12 @@ def _has_spec_finalizers(record: ResourceRecord, obj: Object) -> bool:
 
 def _spec_finalizers_done(record: ResourceRecord, obj: Object) -> bool:
     return not _has_spec_finalizers(record, obj)
+
+
+def _without_managed_fields(obj: Object) -> Object:
+    """``obj`` without ``metadata.managedFields`` (whose field sets mirror the object's own depth
+    a few levels down), for the nesting check: a body's limit is the object's limit."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
