@@ -171,7 +171,15 @@ class Reflector:
     async def _list_and_watch(self) -> None:
         stream: AsyncIterator[watch_mod.WatchEvent[Object]] | None = None
         if self._watch_list:
-            stream = await self._watch_list_sync()
+            try:
+                stream = await self._watch_list_sync()
+            except Exception as err:
+                if self._opts.use_watch_list:
+                    raise
+                # client-go's ListAndWatch falls back to a LIST for this round when a WatchList sync
+                # fails for any reason: a server that keeps cutting streams must not keep the
+                # cache from ever syncing. WatchList is tried again next round.
+                log.info("%s: WatchList sync failed (%s); listing instead", self._opts.name, err)
         if stream is None:
             await self._list_sync()
         watcher = watch_mod.RetryWatcher(

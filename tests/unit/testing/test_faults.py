@@ -8,11 +8,13 @@ import aiohttp
 import pytest
 
 from kplane.api import errors
-from kplane.client import Backoff, WatchEvent, retry_on_conflict
+from kplane.client import Backoff, WatchEvent, dynamic, rest, retry_on_conflict
 from kplane.client.models import core_v1
 from kplane.client.options import ListOptions
 from kplane.client.watch import EventType
+from kplane.informers import SharedInformerFactory
 from kplane.testing import (
+    AutoAdvancingClock,
     Conflicts,
     ControlPlane,
     DropWatches,
@@ -20,6 +22,7 @@ from kplane.testing import (
     FaultPlan,
     Match,
     SlowWrites,
+    eventually,
 )
 
 CONFIGMAPS = Match(verbs=("update",), resources=("configmaps",))
@@ -149,3 +152,43 @@ async def test_dynamic_and_typed_watches_share_one_event_type_and_error_rule() -
             with pytest.raises(errors.Gone, match="too old resource version"):
                 async for _ in client.watch(ListOptions(resource_version=rv, timeout_seconds=1)):
                     pass
+
+
+async def test_an_informer_converges_under_cut_watches_and_expiry(kplane_clock: AutoAdvancingClock) -> None:
+    """Watches cut every few lines and resumes answered 410: the informer's cache still equals the server."""
+    plan = FaultPlan(
+        ExpireOnResume(probability=0.5),  # first: a watch that is not expired may still be cut
+        DropWatches(after_lines=(1, 4)),
+        Conflicts(probability=0.3, match=CONFIGMAPS),
+        seed=5,
+    )
+    async with (
+        ControlPlane(faults=plan) as cp,
+        rest.RESTClient(cp.config, _clock=kplane_clock) as rc,
+    ):
+        dc = dynamic.DynamicClient(rc, cp.client.mapper)
+        factory = SharedInformerFactory(dc, clock=kplane_clock)
+        inf = await factory.informer("configmaps")
+        factory.start()
+        cms = dc.resource("configmaps", "default")
+        for i in range(20):
+            await cms.create({"metadata": {"name": f"c{i}"}, "data": {"v": "0"}})
+        for i in range(0, 20, 2):
+
+            async def bump(i: int = i) -> None:
+                cm = await cms.get(f"c{i}")
+                cm["data"]["v"] = "1"
+                await cms.update(cm)
+
+            await retry_on_conflict(bump, backoff=Backoff(duration=0.001, steps=50))
+        for i in range(0, 20, 5):
+            await cms.delete(f"c{i}")
+        items, _ = await cms.list_all()
+        server = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in items}
+
+        def cached() -> dict[str, str]:
+            return {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in inf.store.list()}
+
+        await eventually(lambda: cached() == server, timeout=20)
+        await factory.shutdown()
+    assert plan.count(DropWatches) > 0 and plan.count(ExpireOnResume) > 0 and plan.count(Conflicts) > 0
