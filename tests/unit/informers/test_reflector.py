@@ -61,6 +61,31 @@ async def test_falls_back_to_list_when_the_server_ignores_watch_list() -> None:
     assert lw.lists == ["0"] and store.list_keys() == ["default/a"]
 
 
+class CutsWatchLists(_fake.FakeListerWatcher):
+    """A server whose WatchList streams are cut after the first event (plain watches are not)."""
+
+    async def watch(self, options: ListOptions) -> AsyncIterator[watch_mod.WatchEvent[dict[str, Any]]]:
+        async for event in super().watch(options):
+            yield event
+            if options.send_initial_events:
+                raise ConnectionResetError("cut mid-way through the initial events")
+
+
+async def test_a_failed_watch_list_falls_back_to_list_for_that_round() -> None:
+    """A WatchList cut mid-sync is followed by a LIST in the same round (client-go), not a retry loop."""
+    lw = CutsWatchLists()
+    lw.upsert("a")
+    lw.upsert("b")
+    store: store_mod.Store[Any] = store_mod.Store()
+    r = reflector_mod.Reflector(lw, reflector_mod.StoreWriter(store), clock=clock_mod.FakeClock())
+    async with running(r):
+        await r.wait_for_sync()
+        assert store.list_keys() == ["default/a", "default/b"]
+        assert lw.watches[0] == "" and len(lw.lists) == 1  # one WatchList attempt, then one LIST
+        lw.upsert("c")
+        await _fake.until(lambda: len(store) == 3)
+
+
 async def test_normal_watch_end_resumes_without_relisting() -> None:
     """A watch the server ends is reopened from the last resourceVersion; nothing is listed again."""
     lw = _fake.FakeListerWatcher()
