@@ -322,8 +322,9 @@ def _established(obj: dict[str, Any]) -> bool:
 def test_time_and_micro_time_are_normalized(api: Kube, ns: str) -> None:
     """Offsets and fractions are stored as Go re-encodes metav1.Time (whole seconds, UTC) and
     MicroTime (six fractional digits, UTC)."""
-    # apimachinery pkg/apis/meta/v1 time.go MarshalJSON: t.UTC().Format(time.RFC3339);
-    # micro_time.go: t.UTC().Format(RFC3339Micro) with RFC3339Micro = "2006-01-02T15:04:05.000000Z07:00".
+    # apimachinery pkg/apis/meta/v1 time.go: time.Parse(time.RFC3339) then MarshalJSON
+    # t.UTC().Format(time.RFC3339); micro_time.go: time.Parse(RFC3339Micro) and
+    # t.UTC().Format(RFC3339Micro), RFC3339Micro = "2006-01-02T15:04:05.000000Z07:00".
     lease = api.ok(
         "POST",
         f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
@@ -331,15 +332,10 @@ def test_time_and_micro_time_are_normalized(api: Kube, ns: str) -> None:
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {"name": "l"},
-            "spec": {
-                "holderIdentity": "me",
-                "renewTime": "2024-05-01T10:00:00.5+02:00",
-                "acquireTime": "2024-05-01T08:00:00Z",
-            },
+            "spec": {"holderIdentity": "me", "renewTime": "2024-05-01T10:00:00.500000+02:00"},
         },
     )
     assert lease["spec"]["renewTime"] == "2024-05-01T08:00:00.500000Z"
-    assert lease["spec"]["acquireTime"] == "2024-05-01T08:00:00.000000Z"
     event = api.ok(
         "POST",
         f"/api/v1/namespaces/{ns}/events",
@@ -352,13 +348,47 @@ def test_time_and_micro_time_are_normalized(api: Kube, ns: str) -> None:
             "message": "m",
             "firstTimestamp": "2024-05-01T10:00:00.75+02:00",
             "lastTimestamp": "2024-05-01T07:59:59.999-00:30",
-            "eventTime": "2024-05-01T08:00:00.1234567Z",
+            "eventTime": "2024-05-01T08:30:00.123456+00:30",
         },
     )
     assert event["firstTimestamp"] == "2024-05-01T08:00:00Z"
     assert event["lastTimestamp"] == "2024-05-01T08:29:59Z"
     assert event["eventTime"] == "2024-05-01T08:00:00.123456Z"
     assert api.ok("GET", f"/api/v1/namespaces/{ns}/events/e")["firstTimestamp"] == "2024-05-01T08:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        (
+            "acquireTime",
+            "2024-05-01T08:00:00Z",
+            'parsing time "2024-05-01T08:00:00Z" as "2006-01-02T15:04:05.000000Z07:00": '
+            'cannot parse "Z" as ".000000"',
+        ),
+        (
+            "renewTime",
+            "2024-13-01T00:00:00.000000Z",
+            'parsing time "2024-13-01T00:00:00.000000Z": month out of range',
+        ),
+    ],
+    ids=["micro-without-fraction", "month"],
+)
+def test_unparsable_micro_time_is_a_decode_error(
+    api: Kube, ns: str, field: str, value: str, why: str
+) -> None:
+    """A MicroTime Go cannot parse fails the body's decode: 400 with time.Parse's error."""
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": unique("bad")},
+        "spec": {field: value},
+    }
+    body = assert_status(
+        api.post(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", lease), 400, "BadRequest"
+    )
+    # handlers/rest.go transformDecodeError around MicroTime.UnmarshalJSON's time.Parse error.
+    assert body["message"] == f'Lease in version "v1" cannot be handled as a Lease: {why}'
 
 
 # --- 2. Events: one object, two versions --------------------------------------------------------

@@ -415,11 +415,15 @@ class _Compiler:
         checked = self._build(schema, None)
 
         def time(v: Any, path: str, old: Any, ctx: checks.Ctx) -> Any:
-            if type(v) is str:
-                normal = timestamps.normalize(v, micro=micro)
-                if normal is not None:
-                    return normal
-            return checked(v, path, old, ctx)
+            if type(v) is not str:
+                return checked(v, path, old, ctx)
+            normal = timestamps.normalize(v, micro=micro)
+            if normal is not None:
+                return normal
+            # Upstream's decode refuses it (a 400, see godecode); as a field error it is Go's text.
+            why = timestamps.parse_error(v, micro=micro) or "not an RFC 3339 timestamp"
+            ctx.fail(errors.invalid(path, v, why), v, old)
+            return v
 
         return time
 

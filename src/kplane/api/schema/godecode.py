@@ -12,7 +12,8 @@ field. Go names come from the definitions: ``io.k8s.api.core.v1.PodSpec`` is ``v
 ``format: int32`` is ``int32``, arrays ``[]T``, maps ``map[string]T``. Named scalar types
 (``v1.Protocol``) are not in the definitions and print as their underlying type; fields decoded by
 their own ``UnmarshalJSON`` (quantities, int-or-strings, raw extensions) are not checked here,
-except ``metav1.Time``/``MicroTime``, which decode a string first.
+except ``metav1.Time``/``MicroTime``, which decode a string first and then parse it with Go's
+``time.Parse`` (``timestamps.parse_error``).
 
 Go keeps decoding after a type error and reports the first one; so does ``decode_error``, in the
 object's key order.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kplane.api.schema import timestamps
 from kplane.api.schema.node import SchemaNode
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
@@ -108,7 +110,7 @@ def _value(node: SchemaNode, struct: str, path: str, value: Any) -> str | None:
         return None
     if definition in _TIMES:
         if isinstance(value, str):
-            return None
+            return timestamps.parse_error(value, micro=definition.endswith("MicroTime"))
         # Time.UnmarshalJSON decodes a string with json.Unmarshal: no struct context
         return f"json: cannot unmarshal {_json_kind(value)} into Go value of type string"
     types = node.types
