@@ -66,7 +66,10 @@ class Connection:
                     break
                 name, _, value = line.decode("latin-1").partition(":")
                 headers[name.strip().lower()] = value.strip()
-            if headers.get("transfer-encoding") == "chunked":
+            status = int(status_line.split()[1])
+            if req.method == "HEAD" or status in (204, 304):
+                body = bytearray()
+            elif headers.get("transfer-encoding") == "chunked":
                 body = bytearray()
                 while True:
                     size = int((await self.reader.readline()).split(b";")[0], 16)
@@ -80,7 +83,7 @@ class Connection:
             raise Dropped(f"{req.kind}: {err!r}") from None
         if headers.get("connection", "").lower() == "close":
             raise Dropped(f"{req.kind}: answered with Connection: close")
-        return int(status_line.split()[1]), headers, bytes(body)
+        return status, headers, bytes(body)
 
     def close(self) -> None:
         if self.writer is not None:
@@ -170,6 +173,7 @@ class Generator:
             self.delete_any,
             self.read_params,
             self.custom_any,
+            self.odd_requests,
         ]
         for _ in range(count):
             req = self.rnd.choice(makers)()
@@ -504,6 +508,117 @@ class Generator:
                 "application/merge-patch+json",
             )
         return Request("custom", "GET", self.rnd.choice([base, f"{base}/w", f"{base}/w/scale"]))
+
+    def odd_requests(self) -> Request:
+        """Odd paths, methods, content types and subresources, with hostile bodies and parameters."""
+        raw = self.rnd.choice(
+            [*self.names, "A" * 300, "UPPER", "a..b", "\x00", "/", "é", "x" * 64, "-a", " "]
+        )
+        name = urllib.parse.quote(raw, safe="")  # a request target is ASCII: clients percent-encode
+        body = json.dumps(
+            {"metadata": {"name": self.rnd.choice([name, "t0"])}, "data": self._wild()}
+        ).encode()
+        choice = self.rnd.randrange(9)
+        if choice == 0:
+            path = self.rnd.choice(
+                [
+                    f"/api/v1/namespaces/{NS}/configmaps/{name}",
+                    f"/api/v1/namespaces/{name}/configmaps",
+                    f"/apis/nope.example.com/v1/namespaces/{NS}/things",
+                    f"/api/v1/namespaces/{NS}/configmaps/{name}/nosuch",
+                    "/api/v2/pods",
+                    f"/api/v1/namespaces/{NS}/pods/{name}/log",
+                ]
+            )
+            method = self.rnd.choice(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])
+            ct = self.rnd.choice(
+                [
+                    "application/json",
+                    "text/plain",
+                    "multipart/form-data",
+                    "application/json; charset=utf-16",
+                    "application/x-www-form-urlencoded",
+                    "",
+                    "application/json-patch+json",
+                ]
+            )
+            req_body = b"" if method == "HEAD" else body
+            return Request("odd", method, path, req_body, ct or "application/octet-stream")
+        if choice == 1:
+            q = {
+                k: self.rnd.choice(["-1", "abc", str(2**63), "0", "1e9", "true"])
+                for k in ("tailLines", "limitBytes", "sinceSeconds", "previous", "timestamps")
+            }
+            return Request("odd", "GET", f"/api/v1/namespaces/{NS}/pods/{name}/log{self._q(q)}")
+        if choice == 2:
+            evict = {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": name},
+                "deleteOptions": self._wild(),
+            }
+            return Request(
+                "odd", "POST", f"/api/v1/namespaces/{NS}/pods/{name}/eviction", json.dumps(evict).encode()
+            )
+        if choice == 3:
+            binding = {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": self._wild()},
+                "target": self._wild(),
+            }
+            return Request(
+                "odd", "POST", f"/api/v1/namespaces/{NS}/pods/{name}/binding", json.dumps(binding).encode()
+            )
+        if choice == 4:
+            finalize = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": "nope"},
+                "spec": {"finalizers": self._wild()},
+            }
+            return Request("odd", "PUT", "/api/v1/namespaces/nope/finalize", json.dumps(finalize).encode())
+        if choice == 5:
+            q = {
+                "labelSelector": self.rnd.choice(["a in (", "a", "!a", "a=" + "b" * 70]),
+                "dryRun": self.rnd.choice(["All", "x"]),
+                "propagationPolicy": self.rnd.choice(["Orphan", "x", ""]),
+            }
+            return Request(
+                "odd",
+                "DELETE",
+                f"/api/v1/namespaces/{NS}/configmaps{self._q(q)}",
+                self.rnd.choice([b"", body]),
+            )
+        if choice == 6:
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name},
+                "status": self._wild(),
+                "spec": self._wild(),
+            }
+            return Request(
+                "odd", "PUT", f"/api/v1/namespaces/{NS}/pods/{name}/status", json.dumps(pod).encode()
+            )
+        if choice == 7:
+            q = {
+                "watch": "1",
+                "timeoutSeconds": "-1",
+                "allowWatchBookmarks": self.rnd.choice(["true", "x"]),
+                "sendInitialEvents": self.rnd.choice(["true", "x"]),
+                "resourceVersionMatch": self.rnd.choice(["NotOlderThan", "Exact", "x"]),
+            }
+            return Request(
+                "odd",
+                "GET",
+                f"/api/v1/namespaces/{NS}/configmaps{self._q(q)}",
+                accept=self.rnd.choice(_ACCEPTS),
+            )
+        q = {"dryRun": "All", "fieldManager": self.rnd.choice(["a", "é" * 200, "x\ty"])}
+        return Request(
+            "odd", "POST", f"/api/v1/namespaces/{NS}/serviceaccounts/{name}/token{self._q(q)}", body
+        )
 
     def read_params(self) -> Request:
         bad = [str(2**63), str(2**64 + 1), "-1", str(-(2**63) - 1), "abc", "1e3", " 5", "0x10", "9" * 40, ""]

@@ -106,6 +106,7 @@ async def _run(port: int, requests: list[hostile.Request]) -> tuple[Counter[str]
     async def worker() -> None:
         conn = hostile.Connection("127.0.0.1", port)
         await conn.connect()
+        previous = "(first request)"
         while True:
             try:
                 req = queue.get_nowait()
@@ -114,12 +115,13 @@ async def _run(port: int, requests: list[hostile.Request]) -> tuple[Counter[str]
             try:
                 status, body = await asyncio.wait_for(_call(conn, req), 60)
             except (hostile.Dropped, TimeoutError) as err:
-                dropped.append(f"{req.kind} {req.method} {req.path[:80]}: {err!r}")
+                dropped.append(f"{req.kind} {req.method} {req.path[:80]}: {err!r}, after {previous}")
                 conn.close()
                 conn = hostile.Connection("127.0.0.1", port)
                 await conn.connect()
                 continue
             codes[f"{req.kind} {status}"] += 1
+            previous = f"{req.method} {req.path[:80]} {req.content_type} -> {status}"
             if status >= 500 and UPSTREAM_5XX.get(status, "\x00") not in body.decode("utf-8", "replace"):
                 bad.append(
                     f"{status} {req.kind} {req.method} {req.path[:100]} Accept={req.accept!r} "
