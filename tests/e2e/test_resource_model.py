@@ -349,6 +349,10 @@ def test_time_and_micro_time_are_normalized(api: Kube, ns: str) -> None:
             "firstTimestamp": "2024-05-01T10:00:00.75+02:00",
             "lastTimestamp": "2024-05-01T07:59:59.999-00:30",
             "eventTime": "2024-05-01T08:30:00.123456+00:30",
+            # An Event with eventTime must name its reporter (events.go legacyValidateEvent).
+            "reportingComponent": "kubelet",
+            "reportingInstance": "node-1",
+            "action": "Start",
         },
     )
     assert event["firstTimestamp"] == "2024-05-01T08:00:00Z"
@@ -478,6 +482,45 @@ def test_events_k8s_io_event_read_as_core_and_selected(api: Kube, ns: str) -> No
     )
 
 
+def test_events_k8s_io_create_is_validated_strictly(api: Kube, ns: str) -> None:
+    """A create through events.k8s.io/v1 gets upstream's strict checks; core/v1 only the legacy ones."""
+    body = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "strict"},
+        "regarding": {"kind": "Pod", "name": "p", "namespace": ns},
+        "reason": "R",
+        "type": "Normal",
+        "eventTime": "2024-05-01T08:00:00.000000Z",
+        "reportingController": "example.com/ctl",
+        "reportingInstance": "i",
+        "action": "A",
+        "deprecatedCount": 2,
+        "deprecatedSource": {"component": "kubelet"},
+    }
+    path = f"/apis/events.k8s.io/v1/namespaces/{ns}/events"
+    st = assert_status(api.post(path, body), 422, "Invalid")
+    # pkg/apis/core/validation/events.go ValidateEventCreate: paths name the internal fields.
+    assert st["message"] == (
+        'Event.events.k8s.io "strict" is invalid: [count: Invalid value: "": needs to be unset, '
+        'source: Invalid value: "": needs to be unset]'
+    )
+    no_time = {k: v for k, v in body.items() if k not in ("eventTime", "deprecatedCount", "deprecatedSource")}
+    st = assert_status(api.post(path, no_time), 422, "Invalid")
+    assert st["message"] == 'Event.events.k8s.io "strict" is invalid: eventTime: Required value'
+    # Through core/v1 only the legacy checks apply: count and source are fine there.
+    core = {k: v for k, v in body.items() if not k.startswith(("deprecated", "regarding", "reporting"))}
+    core.update(
+        apiVersion="v1",
+        involvedObject=body["regarding"],
+        count=2,
+        source={"component": "kubelet"},
+        reportingComponent="example.com/ctl",
+        reportingInstance="i",
+    )
+    assert api.post(f"/api/v1/namespaces/{ns}/events", core).status == 201
+
+
 def test_watch_through_either_group(api: Kube, ns: str) -> None:
     """A watch on events.k8s.io/v1 sees an Event written through core/v1, in its own form."""
     with api.watch(f"/apis/events.k8s.io/v1/namespaces/{ns}/events") as stream:
@@ -488,7 +531,7 @@ def test_watch_through_either_group(api: Kube, ns: str) -> None:
                 "apiVersion": "v1",
                 "kind": "Event",
                 "metadata": {"name": "w"},
-                "involvedObject": {"kind": "Pod", "name": "p"},
+                "involvedObject": {"kind": "Pod", "name": "p", "namespace": ns},
                 "reason": "R",
                 "message": "watched",
             },

@@ -16,7 +16,7 @@ from typing import Any
 
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
-from kplane.server.registry import customscale
+from kplane.server.registry import customscale, eventvalidation
 
 Object = dict[str, Any]
 ListCurrent = Callable[[ResourceRecord], Awaitable[list[Object]]]
@@ -387,6 +387,16 @@ def _fold_string_data(obj: Object) -> None:
     obj["data"] = data
 
 
+class EventStrategy(Strategy):
+    """Events, through core/v1 or events.k8s.io/v1: upstream's hand-written checks
+    (``eventvalidation``), the strict ones for creates through events.k8s.io."""
+
+    def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
+        if old is None:
+            return eventvalidation.validate_create(obj, record.api_version)
+        return eventvalidation.validate_update(obj)
+
+
 class PathNameStrategy(Strategy):
     """Kinds whose names are path segments (RBAC: ``system:controller:x``)."""
 
@@ -400,6 +410,8 @@ _BY_KIND: dict[tuple[str, str], Strategy] = {
     ("", "Service"): ServiceStrategy(),
     ("", "Node"): NodeStrategy(),
     ("", "Secret"): SecretStrategy(),
+    ("", "Event"): EventStrategy(),
+    ("events.k8s.io", "Event"): EventStrategy(),
     ("apps", "Deployment"): DeploymentStrategy(),
     ("apps", "DaemonSet"): DaemonSetStrategy(),
     ("batch", "Job"): JobStrategy(),
