@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client as k8s_client
 from kubernetes import dynamic
 
+from kplane.api import protobuf
 from kplane.api.jsonbody import MAX_DEPTH
 from tests.e2e.conftest import Server, requires_kubectl
 from tests.e2e.helpers import Kube, assert_status, unique
@@ -387,3 +388,24 @@ def test_an_object_at_the_limit_survives_every_verb_and_form(api: Kube) -> None:
     for accept in ("application/json", "application/yaml", "application/json;as=Table;v=v1;g=meta.k8s.io"):
         assert api.get(path, headers={"Accept": accept}).status == 200
         assert api.get(f"{path}/t", headers={"Accept": accept}).status == 200
+
+
+def test_protobuf_body_with_raw_json_past_the_limit(api: Kube) -> None:
+    """A protobuf body carries raw JSON (RawExtension) that JSON's depth check never saw: the
+    decoded object is held to the same nesting limit, so storage never meets what it cannot hold."""
+    deep = json.loads(_deep(MAX_DEPTH + 30))
+    revision = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {"name": "r"},
+        "revision": 1,
+        "data": deep,
+    }
+    body = protobuf.encode(revision)
+    resp = api.post(
+        "/apis/apps/v1/namespaces/default/controllerrevisions",
+        body,
+        content_type="application/vnd.kubernetes.protobuf",
+    )
+    st = assert_status(resp, 400, "BadRequest")
+    assert st["message"] == f"the object nests deeper than {MAX_DEPTH} levels, the most this server stores"

@@ -64,6 +64,10 @@ def decode_object(body: bytes, content_type: str | None, *, kind: str = "") -> d
             raise _unrecognized(kind, str(err), body) from None
     elif mt == PROTOBUF:
         value = _loads_protobuf(body)
+        if jsonbody.too_deep(value):  # raw JSON fields (RawExtension) may nest past the limit
+            raise errors.BadRequest(
+                f"the object nests deeper than {jsonbody.MAX_DEPTH} levels, the most this server stores"
+            )
     else:
         # handlers/negotiation/errors.go errUnsupportedMediaType, listing the serializers of the
         # built-in and the custom resource codecs alike (JSON, YAML, protobuf)
