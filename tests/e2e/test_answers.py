@@ -413,3 +413,41 @@ def test_create_with_wrong_type_is_a_decode_error(server: Server, api: Kube, ns:
         400,
     )
     assert api.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{name}").status == 404
+
+
+# -- JSON as Go writes it --------------------------------------------------------------------------
+
+
+def test_json_strings_escaped_as_go_escapes_them(api: Kube, ns: str) -> None:
+    """<, >, & and U+2028/U+2029 inside strings are \\u-escaped in objects, lists and watch events
+    (encoding/json's default HTML-safe escaping), and decode to the same values."""
+    name = unique("esc")
+    data = {"html": "<a href='x'>&</a>", "sep": "a\u2028b\u2029c"}
+    escaped = b"\\u003ca href='x'\\u003e\\u0026\\u003c/a\\u003e"
+    made = api.post(cm_path(ns), configmap(name, ns, data=data))
+    got = api.get(cm_path(ns, name))
+    listed = api.get(cm_path(ns), query={"fieldSelector": f"metadata.name={name}"})
+    for body in (made.body, got.body, listed.body):
+        assert escaped in body and b"a\\u2028b\\u2029c" in body, body
+        assert b"<" not in body and b"&" not in body
+    assert got.json()["data"] == data
+    with api.watch(cm_path(ns), {"fieldSelector": f"metadata.name={name}"}) as w:
+        raw = w.resp.readline()
+    assert escaped in raw and raw.endswith(b"}\n"), raw
+
+
+def test_pretty_json_for_people(api: Kube, ns: str) -> None:
+    """?pretty=true, or a curl/Wget/browser User-Agent, gets json.MarshalIndent's output (two-space
+    indent, no final newline) (handlers/negotiation isPrettyPrint); ?pretty=false wins over curl."""
+    name = unique("pretty")
+    api.ok("POST", cm_path(ns), configmap(name, ns, data={"k": "v"}))
+    compact = api.get(cm_path(ns, name))
+    assert compact.body.endswith(b"}\n") and b"\n " not in compact.body
+    expected = json.dumps(compact.json(), indent=2).encode()
+    assert api.get(cm_path(ns, name), query={"pretty": "true"}).body == expected
+    assert api.get(cm_path(ns, name), headers={"User-Agent": "curl/8.5.0"}).body == expected
+    plain = api.get(cm_path(ns, name), query={"pretty": "false"}, headers={"User-Agent": "curl/8.5.0"})
+    assert plain.body == compact.body
+    missing = api.get(cm_path(ns, "nope"), headers={"User-Agent": "Wget/1.21"})
+    assert missing.status == 404
+    assert missing.body == json.dumps(json.loads(missing.body), indent=2).encode()

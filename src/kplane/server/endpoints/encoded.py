@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from kplane._util.lazy import lazy_module
+from kplane.server.endpoints import negotiation
 
 if TYPE_CHECKING:
     from kplane.api import protobuf
@@ -136,7 +137,7 @@ class JsonLists:
             rv = obj["metadata"].get("resourceVersion")
             encoded = memo.get(rv) if rv else None
             if encoded is None:
-                encoded = orjson.dumps(untyped(obj))
+                encoded = negotiation.go_escape(orjson.dumps(untyped(obj)))
                 if rv:
                     memo[rv] = encoded
                     added += len(encoded)
@@ -146,7 +147,8 @@ class JsonLists:
             self._memo.clear()
             self._bytes = 0
         head = orjson.dumps({"kind": list_kind, "apiVersion": api_version, "metadata": meta})
-        return head[:-1] + b',"items":[' + b",".join(parts) + b"]}\n"
+        # the head without its closing brace, then the items
+        return negotiation.go_escape(head[:-1]) + b',"items":[' + b",".join(parts) + b"]}\n"
 
 
 def untyped(obj: Object) -> Object:

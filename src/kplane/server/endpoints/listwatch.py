@@ -68,7 +68,8 @@ async def list_(scope: Scope) -> web.StreamResponse:
             remaining=page.remaining,
             now=scope.clock.now(),
         )
-        return web.Response(body=negotiation.encode(tbl, form.media), headers={"Content-Type": form.media})
+        body = negotiation.encode(tbl, form.media, pretty=scope.pretty)
+        return web.Response(body=body, headers={"Content-Type": form.media})
     meta: Object = {"resourceVersion": page.resource_version}
     if page.continue_token:
         meta["continue"] = page.continue_token
@@ -90,7 +91,7 @@ async def list_(scope: Scope) -> web.StreamResponse:
         return web.Response(body=body, headers={"Content-Type": negotiation.PROTOBUF})
     if form.partial:
         listed = partial.of_list(items, meta, form.partial_version)
-    elif form.media == negotiation.JSON and not record.custom:
+    elif form.media == negotiation.JSON and not record.custom and not scope.pretty:
         body = scope.json_lists.encode(api_version, list_kind, meta, items)
         return web.Response(body=body, headers={"Content-Type": "application/json"})
     else:
@@ -99,7 +100,8 @@ async def list_(scope: Scope) -> web.StreamResponse:
         listed = {"kind": list_kind, "apiVersion": api_version, "metadata": meta, "items": items}
     if form.media == negotiation.YAML:
         return web.Response(body=negotiation.dumps_yaml(listed), headers={"Content-Type": negotiation.YAML})
-    return web.Response(body=negotiation.encode_json(listed), headers={"Content-Type": "application/json"})
+    body = negotiation.encode_json(listed, pretty=scope.pretty)
+    return web.Response(body=body, headers={"Content-Type": "application/json"})
 
 
 async def watch(scope: Scope) -> web.StreamResponse:
@@ -154,7 +156,7 @@ async def watch(scope: Scope) -> web.StreamResponse:
                 obj = to_version(scope.record, item.object)
                 payload = table.watch_table_event(scope.record, item.type, obj, first=first_row)
                 first_row = False
-                line = orjson.dumps(payload) + b"\n"
+                line = negotiation.encode_json(payload)
             else:
                 line = _encode(item, scope.record, protobuf_frames=as_protobuf, metadata_only=metadata_only)
             # aiohttp waits here for the transport's buffer to drain past its high-water mark, so
@@ -195,7 +197,7 @@ def _encode(
 
 
 def _line(kind: str, obj: Object) -> bytes:
-    return b'{"type":"' + kind.encode() + b'","object":' + orjson.dumps(obj) + b"}\n"
+    return b'{"type":"' + kind.encode() + b'","object":' + negotiation.go_escape(orjson.dumps(obj)) + b"}\n"
 
 
 def _frame(kind: str, obj: Object) -> bytes:

@@ -9,7 +9,6 @@ for one.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -347,25 +346,61 @@ def dumps_yaml(obj: Any) -> bytes:
     return text.encode()
 
 
-def encode(obj: Any, media: str) -> bytes:
+def encode(obj: Any, media: str, *, pretty: bool = False) -> bytes:
     """``obj`` (which carries apiVersion and kind) as a body of ``media``: JSON, YAML or protobuf."""
     if media == PROTOBUF:
         return protobuf.encode(obj)
     if media == YAML:
         return dumps_yaml(obj)
-    return encode_json(obj)
+    return encode_json(obj, pretty=pretty)
 
 
-def encode_json(obj: Any) -> bytes:
-    """A JSON body as upstream writes it: compact, ending in the newline Go's ``json.Encoder``
-    adds (clients that compare bodies byte for byte see the same bytes)."""
-    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+def encode_json(obj: Any, *, pretty: bool = False) -> bytes:
+    """A JSON body as upstream's serializer writes it: Go's ``json.Encoder`` (compact, ending in a
+    newline) or, ``pretty``, ``json.MarshalIndent`` (two spaces, no newline); both escape as
+    ``go_escape`` says. Clients that compare bodies byte for byte see the same bytes."""
+    if pretty:
+        return go_escape(orjson.dumps(obj, option=orjson.OPT_INDENT_2))
+    return go_escape(orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE))
 
 
-def error_body(status: dict[str, Any], accept: str | None) -> tuple[bytes, str]:
+_GO_ESCAPES = (
+    (b"<", b"\\u003c"),
+    (b">", b"\\u003e"),
+    (b"&", b"\\u0026"),
+    ("\u2028".encode(), b"\\u2028"),
+    ("\u2029".encode(), b"\\u2029"),
+)
+
+
+def go_escape(body: bytes) -> bytes:
+    """JSON bytes with what Go's encoding/json escapes inside strings and orjson does not: ``<``,
+    ``>``, ``&`` (HTML-safe by default) and the JavaScript line separators U+2028/U+2029. They can
+    only occur inside strings, so the document means the same."""
+    for raw, escaped in _GO_ESCAPES:
+        if raw in body:
+            body = body.replace(raw, escaped)
+    return body
+
+
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_HUMAN_AGENTS = ("curl", "Wget", "Mozilla/5.0")
+
+
+def is_pretty(query: Any, user_agent: str) -> bool:
+    """Whether upstream pretty-prints the JSON reply (handlers/negotiation isPrettyPrint): the
+    ``pretty`` query parameter when set (Go's ParseBool, anything else false), else a user agent
+    of a human's tool (curl, Wget, a browser)."""
+    value = query.get("pretty")
+    if value:
+        return bool(value in _TRUE)
+    return user_agent.startswith(_HUMAN_AGENTS)
+
+
+def error_body(status: dict[str, Any], accept: str | None, *, pretty: bool = False) -> tuple[bytes, str]:
     """An error's Status negotiated as upstream's ErrorNegotiated does: no transformations; when
-    nothing is acceptable, indented JSON whatever the Accept header."""
+    nothing is acceptable, indented JSON whatever the Accept header (WriteRawJSON)."""
     chosen = negotiate(accept, transforms=False)
     if chosen is None:
-        return json.dumps(status, indent=2, ensure_ascii=False).encode(), JSON
-    return encode(status, chosen.media), chosen.media
+        return encode_json(status, pretty=True), JSON
+    return encode(status, chosen.media, pretty=pretty), chosen.media

@@ -51,6 +51,11 @@ class Scope:
     def query(self) -> Any:
         return self.request.query
 
+    @property
+    def pretty(self) -> bool:
+        """Whether a JSON reply is indented (``?pretty=true``, or curl, Wget, a browser)."""
+        return negotiation.is_pretty(self.request.query, self.request.headers.get("User-Agent", ""))
+
     def dry_run(self) -> bool:
         values = self.request.query.getall("dryRun", [])
         for v in values:
@@ -134,7 +139,7 @@ class Scope:
             tbl = table.table(
                 self.record, [obj], include_object=self.form.include_object, now=self.clock.now()
             )
-            body = negotiation.encode(tbl, form.media)
+            body = negotiation.encode(tbl, form.media, pretty=self.pretty)
             return web.Response(body=body, status=status, headers=self.headers(form.media))
         return self.respond_plain(obj, status, stored=stored)
 
@@ -144,7 +149,7 @@ class Scope:
         if self.form.error is not None:
             raise self.form.error
         if media == negotiation.JSON:
-            body = negotiation.encode_json(obj)
+            body = negotiation.encode_json(obj, pretty=self.pretty)
         elif media == negotiation.PROTOBUF:
             body = self.protobuf_memo.encode(obj) if stored else protobuf.encode(obj)
         else:
@@ -204,11 +209,11 @@ def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = 
     return web.Response(body=negotiation.encode_json(obj), status=status, headers=hdrs)
 
 
-def status_response(err: errors.APIError, accept: str | None = None) -> web.Response:
+def status_response(err: errors.APIError, accept: str | None = None, *, pretty: bool = False) -> web.Response:
     """An error's Status, negotiated against ``accept`` as upstream's ErrorNegotiated does."""
     headers = {}
     if err.retry_after is not None:
         headers["Retry-After"] = str(err.retry_after)
-    body, media = negotiation.error_body(dict(err.to_status()), accept)
+    body, media = negotiation.error_body(dict(err.to_status()), accept, pretty=pretty)
     headers["Content-Type"] = media
     return web.Response(body=body, status=err.code, headers=headers)

@@ -12,6 +12,7 @@ import re
 from aiohttp import web
 
 from kplane.api import errors
+from kplane.server.endpoints import negotiation
 from kplane.server.endpoints.scope import status_response
 from kplane.server.filters.types import Handler
 
@@ -35,7 +36,7 @@ async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResp
     try:
         resp = await handler(request)
     except errors.APIError as err:
-        return status_response(err, request.headers.get("Accept"))
+        return _failure(request, err)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -43,18 +44,21 @@ async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResp
         message = exc.text or exc.reason
         if exc.status == 413:
             message = "the request body is too large: at most 3145728 bytes are accepted"
-        return status_response(
-            cls(message, code=exc.status, reason=cls.default_reason), request.headers.get("Accept")
-        )
+        return _failure(request, cls(message, code=exc.status, reason=cls.default_reason))
     except (ConnectionResetError, ConnectionError):
         raise
     except Exception:
         log.exception("unhandled error serving %s %s", request.method, request.path)
         failure = errors.InternalError("Internal error occurred: unexpected server error")
-        return status_response(failure, request.headers.get("Accept"))
+        return _failure(request, failure)
     if not resp.prepared:
         _sanitize_headers(resp)
     return resp
+
+
+def _failure(request: web.BaseRequest, err: errors.APIError) -> web.StreamResponse:
+    pretty = negotiation.is_pretty(request.query, request.headers.get("User-Agent", ""))
+    return status_response(err, request.headers.get("Accept"), pretty=pretty)
 
 
 def _sanitize_headers(resp: web.StreamResponse) -> None:
