@@ -451,3 +451,36 @@ def test_pretty_json_for_people(api: Kube, ns: str) -> None:
     missing = api.get(cm_path(ns, "nope"), headers={"User-Agent": "Wget/1.21"})
     assert missing.status == 404
     assert missing.body == json.dumps(json.loads(missing.body), indent=2).encode()
+
+
+@pytest.mark.parametrize(
+    ("resources", "error"),
+    [
+        pytest.param(
+            {"limits": "x"},
+            "json: cannot unmarshal string into Go struct field ResourceRequirements.spec.containers"
+            ".resources.limits of type v1.ResourceList",
+            id="named-type",
+        ),
+        pytest.param(
+            {"limits": {"cpu": "lots"}},
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            id="quantity",
+        ),
+    ],
+)
+def test_pod_decode_errors_name_go_types(
+    api: Kube, ns: str, resources: dict[str, object], error: str
+) -> None:
+    """Go's decode names the field's declared Go type (v1.ResourceList, from the Go sources) and a
+    Quantity's own parse error (apimachinery api/resource ParseQuantity)."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": unique("dec")},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]},
+    }
+    resp = api.post(f"/api/v1/namespaces/{ns}/pods", pod)
+    assert resp.body == _status_bytes(
+        f'Pod in version "v1" cannot be handled as a Pod: {error}', "BadRequest", 400
+    )

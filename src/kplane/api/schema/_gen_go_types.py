@@ -16,6 +16,10 @@ Only names and values are kept: none of the upstream prose.
 It also records which properties are struct-typed Go fields that are not pointers: those exist in
 the zero value of a kind (``spec`` of a Deployment, ``strategy`` of its spec), which is what
 structured-merge-diff compares a create against when it builds the creator's managedFields.
+
+And the Go type of the properties whose type is a named non-struct type (``v1.Protocol``,
+``v1.ResourceList``, ``[]v1.Capability``), which the definitions cannot tell and Go's JSON decode
+errors name (see ``godecode``).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class _Package:
     aliases: dict[str, str] = field(default_factory=dict)  # type name -> "pkg.Name" it aliases
     consts: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (type, value expr)
     structs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)  # fields
+    named: set[str] = field(default_factory=set)  # named types that are neither structs nor aliases
 
 
 def _parse_file(text: str, pkg: _Package) -> None:
@@ -93,6 +98,8 @@ def _parse_file(text: str, pkg: _Package) -> None:
             elif rest.startswith("struct {") and not rest.endswith("}"):
                 fields, i = _parse_struct(lines, i)
                 pkg.structs[name] = fields
+            elif not rest.startswith(("struct", "interface")):
+                pkg.named.add(name)
         comments = []
 
 
@@ -265,6 +272,33 @@ def value_structs(pkgs: dict[str, _Package]) -> dict[str, dict[str, str | None]]
     return _per_definition(pkgs, fields_of)
 
 
+def named_types(pkgs: dict[str, _Package]) -> dict[str, dict[str, str]]:
+    """definition name -> JSON property -> the Go type as reflect prints it (``v1.Protocol``,
+    ``[]v1.Capability``), for properties of a named non-struct type (maps of them are left out)."""
+
+    def fields_of(here: str, struct: str, seen: frozenset[Key]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for json_name, go_type, container in pkgs[here].structs.get(struct, ()):
+            key = _resolve(pkgs, here, go_type)
+            if key is None:
+                continue
+            if not json_name:
+                if key not in seen and key[1] in pkgs[key[0]].structs:
+                    out.update(fields_of(key[0], key[1], seen | {key}))
+                continue
+            if key[1] not in pkgs[key[0]].named:
+                continue
+            shown = f"{key[0].rsplit('/', 1)[-1]}.{key[1]}"
+            where = container.rstrip("?")
+            if where in ("value", "scalar"):
+                out[json_name] = shown
+            elif where == "items":
+                out[json_name] = "[]" + shown
+        return out
+
+    return _per_definition(pkgs, fields_of)
+
+
 def main() -> None:
     pkgs = load(pathlib.Path(sys.argv[1]), "api")
     if len(sys.argv) > 2:
@@ -277,13 +311,16 @@ def main() -> None:
     print("``ENUMS``: for each definition, the properties whose Go type is an upstream ``+enum`` type:")
     print('where the enum applies (``"scalar"``, list ``"items"`` or map ``"additionalProperties"``) and')
     print("the values. ``VALUE_STRUCTS``: the properties present in the zero value of the type: the")
-    print("definitions of non-pointer struct fields, None for fields marshalled as null.")
+    print("definitions of non-pointer struct fields, None for fields marshalled as null. ``NAMED``:")
+    print("the Go type of the properties of a named non-struct type, as reflect prints it.")
     print('"""')
     print()
     print("ENUMS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = " + pprint.pformat(data, width=100))
     print()
     structs = value_structs(pkgs)
     print("VALUE_STRUCTS: dict[str, dict[str, str | None]] = " + pprint.pformat(structs, width=100))
+    print()
+    print("NAMED: dict[str, dict[str, str]] = " + pprint.pformat(named_types(pkgs), width=100))
 
 
 if __name__ == "__main__":

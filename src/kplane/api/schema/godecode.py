@@ -9,11 +9,13 @@ validation runs, so a value of the wrong JSON type is refused by ``encoding/json
 The struct is the innermost Go struct holding the field, the path the JSON names of the struct
 fields from the root (array indices and map keys are not part of it), the type the Go type of the
 field. Go names come from the definitions: ``io.k8s.api.core.v1.PodSpec`` is ``v1.PodSpec``,
-``format: int32`` is ``int32``, arrays ``[]T``, maps ``map[string]T``. Named scalar types
-(``v1.Protocol``) are not in the definitions and print as their underlying type; fields decoded by
-their own ``UnmarshalJSON`` (quantities, int-or-strings, raw extensions) are not checked here,
-except ``metav1.Time``/``MicroTime``, which decode a string first and then parse it with Go's
-``time.Parse`` (``timestamps.parse_error``).
+``format: int32`` is ``int32``, arrays ``[]T``, maps ``map[string]T``; named non-struct types
+(``v1.Protocol``, ``v1.ResourceList``), which the definitions cannot tell, come from the Go
+sources (``_go_types.NAMED``). Types with their own ``UnmarshalJSON`` answer as theirs do:
+``metav1.Time`` decodes a string (then parsed by Go's ``time.Parse``: ``timestamps.parse_error``)
+and ``IntOrString`` a string or an int32, whose type errors get the field's context (``... of type
+string``); a ``Quantity`` that does not parse gives
+``resource.ParseQuantity``'s error alone; raw extensions and the like are not checked.
 
 Go keeps decoding after a type error and reports the first one; so does ``decode_error``, in the
 object's key order.
@@ -21,16 +23,20 @@ object's key order.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kplane.api.schema import timestamps
+from kplane.api.schema._go_types import NAMED
 from kplane.api.schema.node import SchemaNode
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_QUANTITY_FORMAT = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+_QUANTITY_SUFFIX = re.compile(r"^(|[numkMGTPE]|[KMGTPE]i|[eE][-+]?[0-9]+)$")
 _OWN_UNMARSHAL = frozenset(
     {
-        "io.k8s.apimachinery.pkg.api.resource.Quantity",
-        "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
         "io.k8s.apimachinery.pkg.runtime.RawExtension",
         "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
         "io.k8s.apimachinery.pkg.apis.meta.v1.Duration",
@@ -92,27 +98,45 @@ def _json_kind(value: Any) -> str:
 
 
 def _fields(node: SchemaNode, struct: str, path: str, obj: dict[str, Any]) -> str | None:
+    named = NAMED.get(_definition(node) or "", {})
     for key, value in obj.items():
         child = node.property(key)
         if child is None:
             continue  # unknown fields are fieldValidation's business
-        found = _value(child, struct, f"{path}.{key}" if path else key, value)
+        found = _value(child, struct, f"{path}.{key}" if path else key, value, named.get(key))
         if found is not None:
             return found
     return None
 
 
-def _value(node: SchemaNode, struct: str, path: str, value: Any) -> str | None:
+def _value(node: SchemaNode, struct: str, path: str, value: Any, go_type: str | None = None) -> str | None:
+    """The first error decoding ``value`` into the field of schema ``node`` (Go type ``go_type``
+    when it is a named type the schema cannot tell)."""
     if value is None:
         return None  # null decodes to the zero value of any type
     definition = _definition(node)
     if definition in _OWN_UNMARSHAL:
         return None
-    if definition in _TIMES:
+    into = f"Go struct field {struct}.{path}" if struct else "Go value"
+    if definition in _TIMES or (definition == _INT_OR_STRING and not isinstance(value, str)):
+        # Their UnmarshalJSON decode a string (an int32) with json.Unmarshal; the outer decoder
+        # adds the field's context to the inner error.
+        go_type = "int32" if definition == _INT_OR_STRING else "string"
         if isinstance(value, str):
-            return timestamps.parse_error(value, micro=definition.endswith("MicroTime"))
-        # Time.UnmarshalJSON decodes a string with json.Unmarshal: no struct context
-        return f"json: cannot unmarshal {_json_kind(value)} into Go value of type string"
+            return (
+                timestamps.parse_error(value, micro=definition.endswith("MicroTime"))
+                if go_type == "string"
+                else None
+            )
+        if go_type == "int32" and _fits(value, go_type):
+            return None
+        number = _json_kind(value) == "number" and go_type == "int32"  # Go shows a non-int's text
+        shown = f"number {value}" if number else _json_kind(value)
+        return f"json: cannot unmarshal {shown} into {into} of type {go_type}"
+    if definition == _INT_OR_STRING:
+        return None
+    if definition == _QUANTITY:
+        return _quantity_error(value)
     types = node.types
     if not types:
         return None
@@ -134,19 +158,37 @@ def _value(node: SchemaNode, struct: str, path: str, value: Any) -> str | None:
         items = node.items()
         if items is None:
             return None
+        element = go_type[2:] if go_type and go_type.startswith("[]") else None
         for item in value:
-            found = _value(items, struct, path, item)
+            found = _value(items, struct, path, item, element)
             if found is not None:
                 return found
         return None
     shown = got
     if expected == "integer" and got == "number":
-        go_type = _go_type(node)
-        low, high = _INT_RANGE.get(go_type, _INT_RANGE["int64"])
-        if isinstance(value, int) and low <= value <= high:
+        if _fits(value, _go_type(node)):
             return None
         shown = f"number {value}"
     elif (expected, got) in (("number", "number"), ("boolean", "bool"), ("string", "string")):
         return None
-    into = f"Go struct field {struct}.{path}" if struct else "Go value"
-    return f"json: cannot unmarshal {shown} into {into} of type {_go_type(node)}"
+    return f"json: cannot unmarshal {shown} into {into} of type {go_type or _go_type(node)}"
+
+
+def _fits(value: Any, go_type: str) -> bool:
+    """Whether a JSON number decodes into the Go integer type (no fraction, in range)."""
+    low, high = _INT_RANGE.get(go_type, _INT_RANGE["int64"])
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _quantity_error(value: Any) -> str | None:
+    """``Quantity.UnmarshalJSON``: a string (quotes dropped) or a bare number, parsed."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        text = "x"  # true, [...], {...} never parse
+    else:
+        text = value.strip() if isinstance(value, str) else str(value)
+    found = _QUANTITY_FORMAT.match(text)
+    if not found:
+        return "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    if not _QUANTITY_SUFFIX.match(found.group(2)):
+        return "unable to parse quantity's suffix"
+    return None

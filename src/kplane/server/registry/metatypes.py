@@ -55,8 +55,9 @@ def _problem(meta: Any, kind: str) -> str:
     for name in _STRING + _TIME:
         value = meta.get(name)
         if value is not None and not isinstance(value, str):
-            go_type = "string" if name in _STRING else "v1.Time"
-            return f"{json_kind(value)} {where}{name} of type {go_type}"
+            # metav1.Time's UnmarshalJSON decodes a string; the outer decoder gives that inner
+            # type error the field's context, so the type shown is string
+            return f"{json_kind(value)} {where}{name} of type string"
     for name in _INT:
         value = meta.get(name)
         if value is None:

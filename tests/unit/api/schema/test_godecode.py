@@ -43,10 +43,18 @@ from kplane.api.schema import builtin, godecode
         ),
         pytest.param(
             {"metadata": {"creationTimestamp": 5}},
-            "json: cannot unmarshal number into Go value of type string",
+            # Time.UnmarshalJSON decodes a string; the outer decoder adds the field's context
+            "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.creationTimestamp"
+            " of type string",
             id="time",
         ),
         pytest.param({"spec": {"strategy": {"rollingUpdate": {"maxSurge": 1}}}}, None, id="int-or-string"),
+        pytest.param(
+            {"spec": {"strategy": {"rollingUpdate": {"maxSurge": True}}}},
+            "json: cannot unmarshal bool into Go struct field RollingUpdateDeployment.spec.strategy"
+            ".rollingUpdate.maxSurge of type int32",
+            id="int-or-string-bool",
+        ),
     ],
 )
 def test_decode_error(obj: dict[str, Any], message: str | None) -> None:
@@ -54,3 +62,46 @@ def test_decode_error(obj: dict[str, Any], message: str | None) -> None:
     node = builtin.node_for_gvk("apps", "v1", "Deployment")
     assert node is not None
     assert godecode.decode_error(node, "Deployment", obj) == message
+
+
+def _container(**fields: Any) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "c", **fields}]}}
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        pytest.param(
+            _container(resources={"limits": "x"}),
+            "json: cannot unmarshal string into Go struct field ResourceRequirements.spec.containers"
+            ".resources.limits of type v1.ResourceList",
+            id="named-map",
+        ),
+        pytest.param(
+            _container(ports=[{"containerPort": 80, "protocol": 6}]),
+            "json: cannot unmarshal number into Go struct field ContainerPort.spec.containers.ports"
+            ".protocol of type v1.Protocol",
+            id="named-string",
+        ),
+        pytest.param(
+            _container(securityContext={"capabilities": {"add": [1]}}),
+            "json: cannot unmarshal number into Go struct field Capabilities.spec.containers"
+            ".securityContext.capabilities.add of type v1.Capability",
+            id="named-element",
+        ),
+        pytest.param(
+            _container(resources={"limits": {"cpu": "lots"}}),
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            id="quantity-format",
+        ),
+        pytest.param(
+            _container(resources={"limits": {"cpu": "5ki"}}), "unable to parse quantity's suffix", id="suffix"
+        ),
+        pytest.param(_container(resources={"limits": {"cpu": 2, "memory": "1Gi"}}), None, id="quantities"),
+    ],
+)
+def test_pod_decode_error(obj: dict[str, Any], message: str | None) -> None:
+    """Named Go types (from the Go sources) and Quantity's own parser."""
+    node = builtin.node_for_gvk("", "v1", "Pod")
+    assert node is not None
+    assert godecode.decode_error(node, "Pod", obj) == message

@@ -47,7 +47,8 @@ PREFIX = 'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal
         ),
         (
             {"creationTimestamp": True},
-            "bool into Go struct field ObjectMeta.metadata.creationTimestamp of type v1.Time",
+            # Time.UnmarshalJSON's own json.Unmarshal into a string, with the outer field's context
+            "bool into Go struct field ObjectMeta.metadata.creationTimestamp of type string",
         ),
     ],
 )
