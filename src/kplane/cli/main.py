@@ -6,13 +6,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kplane.cli import serve
+from kplane.cli import compact, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kplane", description="A Kubernetes control plane in Python.")
     sub = parser.add_subparsers(dest="command", required=True)
     serve.add_parser(sub)
+    compact.add_parser(sub)
     return parser
 
 

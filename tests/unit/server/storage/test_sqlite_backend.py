@@ -248,3 +248,33 @@ async def test_full_database_refuses_writes_but_reads_and_deletes(tmp_path: path
         assert contract.names(await s.list(contract.PODS)) == sorted(acked)
     finally:
         await s.close()
+
+
+async def test_store_is_opened_by_one_owner_at_a_time(tmp_path: pathlib.Path) -> None:
+    """A second open of a store in use fails clearly (two writers would corrupt each other's state)."""
+    path = tmp_path / "kplane.db"
+    s = _open(path)
+    try:
+        with pytest.raises(interface.StorageError, match="in use by another kplane process"):
+            _open(path)
+    finally:
+        await s.close()
+    await _open(path).close()  # free again once closed
+
+
+async def test_reclaim_returns_space_after_deletes(tmp_path: pathlib.Path) -> None:
+    """After deletions, reclaim compacts and shrinks the store's files; what is left is intact."""
+    path = tmp_path / "kplane.db"
+    s = _open(path, reserve_bytes=0)
+    try:
+        for i in range(200):
+            await s.create(contract.key(f"p{i:03}"), {**contract.pod(f"p{i:03}"), "blob": "x" * 4000})
+        await s.reclaim()
+        full = path.stat().st_size
+        for i in range(150):
+            await s.delete(contract.key(f"p{i:03}"))
+        freed = await s.reclaim()
+        assert freed > 0 and path.stat().st_size < full * 0.5, (freed, full, path.stat().st_size)
+        assert contract.names(await s.list(contract.PODS)) == [f"p{i:03}" for i in range(150, 200)]
+    finally:
+        await s.close()

@@ -12,12 +12,12 @@ history run on one reader thread. Compaction runs in the background every ``comp
 seconds and keeps at least ``history_window`` revisions and ``history_seconds`` of history.
 
 A full disk is etcd's NOSPACE alarm: the first write that fails for lack of space (``NoSpace``)
-puts the store in a "full" state, logged once, in which creates and updates are refused at once with
-``NoSpace`` while reads, deletions and compaction go on. A reserve file (``<path>-reserve``, kept
-beside the store while there is room) is released at that moment so that deletions and compaction
-have room; then all history is compacted, the WAL truncated and free pages returned to the file
-system (``reclaim``), again after every deletion. The store leaves the full state, recreating its
-reserve, at the first write that finds twice the reserve free on the file system.
+puts the store in a "full" state (``space.Space``: logged once, its reserve file released), in
+which creates and updates are refused at once while reads, deletions and compaction go on; all
+history is then compacted, the WAL truncated and free pages returned to the file system
+(``reclaim``), again after every deletion. The store leaves the full state, recreating its reserve,
+at the first write that finds twice the reserve free on the file system. One process at a time may
+open a store (``space.lock``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import concurrent.futures
 import functools
 import inspect
 import logging
-import os
 import sqlite3
 from collections.abc import Callable
 from typing import TypeVar
@@ -39,22 +38,11 @@ import orjson
 from kplane._util import clock as clock_
 from kplane.server.storage import interface
 from kplane.server.storage.cacher import fanout
-from kplane.server.storage.sqlite import queries, schema, writer
+from kplane.server.storage.sqlite import queries, schema, space, writer
 
 _T = TypeVar("_T")
 _COMPACT_CHUNK = 10_000
 _log = logging.getLogger(__name__)
-RESERVE_BYTES = 8 << 20
-"""Size of the space reserve, at most an eighth of the file system."""
-
-
-def _fs_bytes(path: str, *, free: bool = False) -> int:
-    """The size (or the space free to us) of the file system holding ``path``; 0 if unknown."""
-    try:
-        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
-    except OSError:
-        return 0
-    return (st.f_bavail if free else st.f_blocks) * st.f_frsize
 
 
 class SQLiteStorage:
@@ -72,13 +60,11 @@ class SQLiteStorage:
         history_window: int = 10_000,
         history_seconds: float = 300.0,
         watcher_capacity: int = 10_000,
-        reserve_bytes: int = RESERVE_BYTES,
+        reserve_bytes: int = space.RESERVE_BYTES,
         clock: clock_.Clock | None = None,
     ) -> None:
         self._path = path
-        self._reserve_path = f"{path}-reserve"
-        self._reserve_bytes = reserve_bytes if path != ":memory:" else 0
-        self._full: interface.NoSpace | None = None  # set while the disk is full
+        self._space = space.Space(path, reserve_bytes)
         self._reclaimer: asyncio.Task[None] | None = None
         self._reclaim_again = False
         self._compaction_interval = compaction_interval
@@ -86,12 +72,18 @@ class SQLiteStorage:
         self._history_seconds = history_seconds
         self._watcher_capacity = watcher_capacity
         self._clock: clock_.Clock = clock or clock_.RealClock()
-        write_conn = schema.connect(path, create=True)
+        self._lock = space.lock(path)
+        try:
+            write_conn = schema.connect(path, create=True)
+        except BaseException:
+            space.unlock(self._lock)
+            raise
         self._writer = writer.Writer(write_conn, self._deliver, path=path)
         try:
             self._writer.load()
         except sqlite3.DatabaseError as e:
             write_conn.close()
+            space.unlock(self._lock)
             if schema.is_full(e):
                 raise interface.NoSpace(path, str(e)) from e
             raise interface.StorageError(f"{path}: not a kplane store or corrupted ({e})") from e
@@ -104,13 +96,7 @@ class SQLiteStorage:
         self._compactor: asyncio.Task[None] | None = None
         self._closed = False
         self._writer.start()
-        self._reserve_bytes = min(self._reserve_bytes, _fs_bytes(path) // 8)
-        if not self._make_reserve():
-            _log.warning(
-                "storage: no room for a %d-byte reserve beside %s: the disk is nearly full",
-                self._reserve_bytes,
-                path,
-            )
+        self._space.prepare()
 
     # -- test hooks ----------------------------------------------------------------------------
 
@@ -213,7 +199,7 @@ class SQLiteStorage:
             op = writer.WriteOp(writer.DELETE, key, b"", read_rev, self._future(), None, current)
             if await self._write(op) != writer.CONFLICT:
                 assert op.obj is not None  # set by ``_deliver``: the last state, stamped
-                if self._full is not None:
+                if self._space.full is not None:
                     self._schedule_reclaim()
                 return op.obj
 
@@ -227,12 +213,14 @@ class SQLiteStorage:
             self._writer.submit(writer.CompactOp(step, fut))
             await fut
 
-    async def reclaim(self) -> int:
+    async def reclaim(self, *, convert: bool = False) -> int:
         """Compact all history, truncate the WAL and return the database's free pages to the file
-        system; the number of bytes the store's files shrank by. Needs little free space."""
+        system; the number of bytes the store's files shrank by. Needs little free space, except
+        with ``convert``: a store created without incremental auto-vacuum is then rewritten with it
+        (a ``VACUUM``, which needs room for a copy of the live data)."""
         await self.compact(self._rev)
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._writer.submit(writer.ReclaimOp(fut))
+        self._writer.submit(writer.ReclaimOp(fut, convert=convert))
         return await fut
 
     async def close(self) -> None:
@@ -252,6 +240,7 @@ class SQLiteStorage:
         self._pool.shutdown(wait=True)
         for conn in (self._writer.conn, self._loop_conn, self._pool_conn):
             conn.close()
+        space.unlock(self._lock)
 
     # -- watch ---------------------------------------------------------------------------------
 
@@ -302,62 +291,15 @@ class SQLiteStorage:
 
     def _check_space(self) -> None:
         """Refuse a create or update at once while the disk is full, unless space came back."""
-        if self._full is None:
-            return
-        if self._space_back() and self._make_reserve():
-            _log.warning("storage: space is available again for %s; writes resumed", self._path)
-            self._full = None
-            return
-        if self._reclaimer is None:
-            self._schedule_reclaim()
-        raise self._full
-
-    def _space_back(self) -> bool:
-        """True when the file system has room for the reserve and as much again."""
-        free = _fs_bytes(self._path, free=True)
-        return free >= self._reserve_bytes + max(self._reserve_bytes, 1 << 20)
-
-    def _make_reserve(self) -> bool:
-        """Ensure the reserve file exists at full size; False when the disk has no room for it."""
-        if self._reserve_bytes <= 0:
-            return True
         try:
-            if os.path.getsize(self._reserve_path) >= self._reserve_bytes:
-                return True
-        except OSError:
-            pass
-        try:
-            fd = os.open(self._reserve_path, os.O_WRONLY | os.O_CREAT, schema.FILE_MODE)
-            try:
-                os.posix_fallocate(fd, 0, self._reserve_bytes)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError:
-            self._release_reserve()
-            return False
-        return True
-
-    def _release_reserve(self) -> None:
-        try:
-            os.unlink(self._reserve_path)
-        except FileNotFoundError:
-            pass
-        except OSError as e:
-            _log.warning("storage: cannot remove %s: %s", self._reserve_path, e)
+            self._space.check()
+        except interface.NoSpace:
+            if self._reclaimer is None:
+                self._schedule_reclaim()
+            raise
 
     def _enter_full(self, error: interface.NoSpace) -> None:
-        if self._full is None:
-            self._full = error
-            self._release_reserve()
-            _log.warning(
-                "storage: the disk holding %s is full (%s): creates and updates are refused until"
-                " space is free again; reads and deletes still work. Released the %d-byte reserve;"
-                " history is compacted and free space returned to the disk after every delete.",
-                self._path,
-                error.detail,
-                self._reserve_bytes,
-            )
+        self._space.enter_full(error)
         self._schedule_reclaim()
 
     def _schedule_reclaim(self) -> None:

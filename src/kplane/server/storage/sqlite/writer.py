@@ -77,6 +77,7 @@ class ReclaimOp:
 
     future: asyncio.Future[int]
     step_pages: int = 1024
+    convert: bool = False  # first rewrite a store without incremental auto-vacuum (VACUUM)
 
 
 Outcome = int | BaseException
@@ -290,6 +291,10 @@ class Writer:
         before = self._file_bytes()
         try:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if op.convert and conn.execute("PRAGMA auto_vacuum").fetchone()[0] != _INCREMENTAL:
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL:
                 while conn.execute("PRAGMA freelist_count").fetchone()[0] > 0:
                     # Python's execute steps a PRAGMA once, which frees one page; a script runs it
