@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kplane.cli import compact, serve
+from kplane.cli import compact, generate, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,6 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve.add_parser(sub)
     compact.add_parser(sub)
+    generate.add_parser(sub)
     return parser
 
 

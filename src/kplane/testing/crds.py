@@ -3,7 +3,9 @@
 ``load`` turns sources (dicts, YAML files, directories) into CRD dicts; ``install`` creates or
 replaces each through the API, then waits until the CRD's ``Established`` condition is true and
 discovery lists its resource at every served version, as envtest's ``WaitForCRDs`` does. Anything
-that produces CRD dicts (for example CRD generation from types) plugs in by passing them.
+that produces CRD dicts plugs in by passing them; Python types declared with
+``kplane.runtime.markers.kind`` are turned into CRDs by ``kplane.runtime.crdgen`` (the versions of
+one kind, given as several types, make one CRD).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from kplane.api import errors
 from kplane.client import typed
 from kplane.testing import polling
 
-CrdSource = Mapping[str, Any] | str | os.PathLike[str]
-"""A CRD dict, or the path of a YAML/JSON file or of a directory of them."""
+CrdSource = Mapping[str, Any] | str | os.PathLike[str] | type
+"""A CRD dict, the path of a YAML/JSON file or of a directory of them, or a type declared with
+``kplane.runtime.markers.kind``."""
 
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 _SUFFIXES = (".yaml", ".yml", ".json")
@@ -33,7 +36,11 @@ def load(sources: Iterable[CrdSource]) -> list[dict[str, Any]]:
     Raises ``ValueError`` for a document that is not a ``CustomResourceDefinition``.
     """
     out: list[dict[str, Any]] = []
+    types: list[type] = []
     for source in sources:
+        if isinstance(source, type):
+            types.append(source)
+            continue
         if isinstance(source, Mapping):
             out.append(_checked(dict(source), "<dict>"))
             continue
@@ -43,6 +50,12 @@ def load(sources: Iterable[CrdSource]) -> list[dict[str, Any]]:
             for doc in yaml.safe_load_all(file.read_text()):
                 if doc is not None:
                     out.append(_checked(doc, str(file)))
+    if types:
+        from kplane.runtime import crdgen  # only when types are given: it loads the runtime package
+
+        if len(crdgen.root_types(types)) != len(types):
+            raise ValueError("a type given as a CRD source must be declared with kplane.runtime.markers.kind")
+        out.extend(crdgen.crds(types))
     return out
 
 
