@@ -33,6 +33,7 @@ from kplane.client import typed as typed_mod
 from kplane.informers import factory as factory_mod
 from kplane.runtime import cache as cache_mod
 from kplane.runtime import client as client_mod
+from kplane.runtime import controller as controller_mod
 from kplane.runtime import metrics as metrics_mod
 from kplane.runtime import serving
 from kplane.runtime.options import ManagerOptions
@@ -46,8 +47,9 @@ EVENTS = dynamic.Resource("", "v1", "events", "Event", namespaced=True)
 class Runnable(Protocol):
     """Something the manager runs: ``start`` blocks until done or cancelled (cancellation = stop).
 
-    Optional: ``need_leader_election() -> bool`` (default True: only the leader runs it) and
-    ``runnable_group = "webhooks"`` for servers that must run before the caches sync.
+    Optional: ``need_leader_election() -> bool`` (default True: only the leader runs it), and
+    ``runnable_group = "webhooks"`` for servers that must serve before the caches sync, with
+    ``async wait_ready()`` returning once they accept requests (the manager waits for it).
     """
 
     async def start(self) -> None: ...
@@ -94,8 +96,8 @@ class Manager:
 
     def add(self, runnable: Runnable) -> None:
         """Run ``runnable`` in its group when the manager starts (see the module docstring)."""
-        name = getattr(runnable, "name", None)
-        if getattr(runnable, "queue", None) is not None and isinstance(name, str):
+        if isinstance(runnable, controller_mod.Controller):
+            name = runnable.name
             if name in self._controller_names and not self.options.skip_name_validation:
                 raise ValueError(f"controller with name {name} already exists")
             self._controller_names.add(name)
@@ -136,7 +138,9 @@ class Manager:
         lost = False
         try:
             await self._start_http()
-            groups.append(self._spawn(r for r in self._runnables if _group(r) == "webhooks"))
+            webhooks = [r for r in self._runnables if _group(r) == "webhooks"]
+            groups.append(self._spawn(webhooks))
+            await self._wait_ready(webhooks)
             await self.cache.start()
             log.info("caches synced")
             groups.append(self._spawn(r for r in self._runnables if _group(r) == "others"))
@@ -165,6 +169,14 @@ class Manager:
         for server in self.servers.values():
             await server.listen()
             log.info("serving %s", server.url)
+
+    async def _wait_ready(self, runnables: list[Runnable]) -> None:
+        """Wait for runnables that can say when they serve (``wait_ready``), e.g. webhook servers."""
+        async with asyncio.timeout(self.options.cache_sync_timeout):
+            for runnable in runnables:
+                wait_ready = getattr(runnable, "wait_ready", None)
+                if wait_ready is not None:
+                    await wait_ready()
 
     def _spawn(self, runnables: Any) -> list[asyncio.Task[None]]:
         loop = asyncio.get_running_loop()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 import pytest
 
@@ -121,3 +123,50 @@ async def test_failing_runnable_stops_manager(kplane: testing.ControlPlane) -> N
             await manager.start()
     finally:
         await manager.api.close()
+
+
+async def test_start_order_and_reverse_stop(kplane: testing.ControlPlane) -> None:
+    """HTTP, then webhooks (ready), caches synced, others, then leader-only runnables; stop in reverse."""
+    assert kplane.config is not None
+    manager = rs.new_manager(kplane.config)
+    events: list[str] = []
+
+    class Recorder:
+        def __init__(self, name: str, *, group: str = "", leader: bool = True) -> None:
+            self.name, self.leader = name, leader
+            self.serving = asyncio.Event()
+            if group:
+                self.runnable_group = group
+
+        def need_leader_election(self) -> bool:
+            return self.leader
+
+        async def wait_ready(self) -> None:
+            await self.serving.wait()
+            events.append(f"{self.name} ready")
+
+        async def start(self) -> None:
+            assert "metrics" in manager.servers
+            events.append(f"{self.name} start (cache synced: {manager.cache.has_synced()})")
+            self.serving.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                events.append(f"{self.name} stop")
+
+    async def noop(req: runtime.Request) -> None:
+        return None
+
+    await runtime.Builder(manager).for_("configmaps").complete(noop)
+    manager.add(Recorder("leader"))
+    manager.add(Recorder("other", leader=False))
+    manager.add(Recorder("webhook", group="webhooks"))
+    async with rs.running(manager):
+        await testing.eventually(lambda: len(events) == 4)
+    assert events[:4] == [
+        "webhook start (cache synced: False)",
+        "webhook ready",
+        "other start (cache synced: True)",
+        "leader start (cache synced: True)",
+    ]
+    assert events[4:] == ["leader stop", "other stop", "webhook stop"]
