@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
@@ -51,3 +56,51 @@ async def test_deletion_with_finalizer_bumps_generation(server: e2e.Server) -> N
         assert marked["metadata"]["deletionTimestamp"]
         assert marked["metadata"]["generation"] == 2
         await deployments.patch("held", {"metadata": {"finalizers": None}})
+
+
+WEBAPP_YAML = """
+apiVersion: example.kplane.dev/v1
+kind: WebApp
+metadata:
+  name: shop
+spec:
+  image: nginx:1.27
+  replicas: 2
+"""
+
+
+@e2e.requires_kubectl
+@pytest.mark.kubectl
+def test_operator_process_with_kubectl(server: e2e.Server) -> None:
+    """``python -m examples.webapp`` serves kubectl users: apply, wait for Ready, delete; SIGTERM exits 0."""
+    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "examples.webapp"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        ns = f"k-{uuid.uuid4().hex[:6]}"
+        server.kubectl("create", "namespace", ns)
+        deadline = time.monotonic() + 20
+        while server.kubectl("get", "crd", "webapps.example.kplane.dev", check=False).returncode != 0:
+            assert time.monotonic() < deadline, "the operator did not install its CRD"
+            time.sleep(0.1)
+        server.kubectl("apply", "-n", ns, "-f", "-", input=WEBAPP_YAML)
+        server.kubectl("wait", "-n", ns, "--for=condition=Ready", "webapp/shop", "--timeout=20s")
+        out = server.kubectl("get", "-n", ns, "deployment", "shop", "-o", "jsonpath={.spec.replicas}")
+        assert out.stdout == "2"
+        server.kubectl("delete", "-n", ns, "webapp", "shop", "--timeout=20s")
+        selector = "app.kubernetes.io/name=shop"
+        gone = server.kubectl("get", "-n", ns, "deployment,service,configmap", "-l", selector, "-o", "name")
+        assert gone.stdout.strip() == ""
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert code == 0, proc.stderr.read() if proc.stderr else code
