@@ -301,15 +301,19 @@ def test_kubectl_certificate_approve(server: Server, api: helpers.Kube) -> None:
         },
         "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "Self"}]},
     }
+    csr["spec"]["username"] = "someone-else"  # type: ignore[index]
     created = api.ok("POST", "/apis/certificates.k8s.io/v1/certificatesigningrequests", csr)
     assert "conditions" not in created.get("status", {})  # no pre-approved requests (upstream strategy.go)
+    # upstream strategy.go: the requester's identity replaces what the client sent
+    assert created["spec"]["username"] == "kplane-admin"
+    assert "system:masters" in created["spec"]["groups"]
     out = server.kubectl("certificate", "approve", name).stdout
     assert out.strip() == f"certificatesigningrequest.certificates.k8s.io/{name} approved"
     got = api.ok("GET", f"/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}")
     (cond,) = got["status"]["conditions"]
     assert (cond["type"], cond["status"], cond["reason"]) == ("Approved", "True", "KubectlApprove")
     row = server.kubectl("get", "csr", name, "--no-headers").stdout.split()
-    assert row[2] == "kubernetes.io/kube-apiserver-client" and row[-1] == "Approved"
+    assert row[2:4] == ["kubernetes.io/kube-apiserver-client", "kplane-admin"] and row[-1] == "Approved"
     api.ok(
         "PUT",
         f"/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}/status",

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
+from aiohttp import web
+
 from kplane.server.auth import certs
 
 AUTHENTICATED_GROUP = "system:authenticated"
@@ -46,6 +48,10 @@ class UserInfo:
     extra: Mapping[str, tuple[str, ...]] = dataclasses.field(
         default_factory=lambda: types.MappingProxyType({}), hash=False
     )
+
+
+USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("user", UserInfo)
+"""Where the authentication filter stores the authenticated user on a request."""
 
 
 class RequestAuthenticator(Protocol):

@@ -13,9 +13,10 @@ from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
+from kplane.server.auth import authn
 from kplane.server.endpoints import encoded, negotiation, partial
 from kplane.server.endpoints.requestinfo import RequestInfo
-from kplane.server.registry.fieldschema import WriteOptions
+from kplane.server.registry.fieldschema import Requester, WriteOptions
 from kplane.server.registry.store import Registry
 
 if TYPE_CHECKING:
@@ -90,7 +91,16 @@ class Scope:
             field_manager=manager,
             field_validation=validation,  # type: ignore[arg-type]
             warnings=self.warnings,
+            requester=self.requester(),
         )
+
+    def requester(self) -> Requester | None:
+        """The authenticated user of this request, as the registry records it."""
+        user = self.request.get(authn.USER_KEY)
+        if user is None:
+            return None
+        extra = {k: list(v) for k, v in user.extra.items()}
+        return Requester(user.name, user.uid, tuple(user.groups), extra)
 
     def headers(self, content_type: str) -> dict[str, str]:
         hdrs = {"Content-Type": content_type}

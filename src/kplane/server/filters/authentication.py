@@ -22,7 +22,7 @@ from kplane.server.auth import authn
 from kplane.server.filters.types import Filter, Handler
 
 INSECURE_USER = authn.UserInfo(name="kplane-admin", groups=("system:masters", authn.AUTHENTICATED_GROUP))
-USER_KEY: web.RequestKey[authn.UserInfo] = web.RequestKey("user", authn.UserInfo)
+USER_KEY = authn.USER_KEY
 """Where this filter stores the authenticated user on a request."""
 _UNSET = object()
 

@@ -11,6 +11,7 @@ from kplane._util.clock import Clock
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server.registry import objects
+from kplane.server.registry.fieldschema import Requester
 from kplane.server.registry.store import Registry
 from kplane.server.registry.strategy import ListCurrent, Object, Strategy
 
@@ -32,6 +33,31 @@ class CertificateSigningRequestStrategy(Strategy):
         self, record: ResourceRecord, obj: Object, list_current: ListCurrent
     ) -> None:
         obj.pop("status", None)
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            for key in ("username", "uid", "groups", "extra"):
+                spec.pop(key, None)
+
+    def record_requester(self, obj: Object, requester: Requester | None) -> None:
+        """The requester's identity replaces whatever the client sent (upstream strategy.go)."""
+        spec = obj.get("spec")
+        if requester is None or not isinstance(spec, dict):
+            return
+        spec["username"] = requester.username
+        if requester.uid:
+            spec["uid"] = requester.uid
+        if requester.groups:
+            spec["groups"] = list(requester.groups)
+        if requester.extra:
+            spec["extra"] = {k: list(v) for k, v in requester.extra.items()}
+
+    def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
+        """The main endpoint changes metadata only: spec is immutable, status has subresources."""
+        for key in ("spec", "status"):
+            if key in old:
+                new[key] = old[key]
+            else:
+                new.pop(key, None)
 
     def prepare_for_subresource_update(
         self, record: ResourceRecord, subresource: str, new: Object, old: Object

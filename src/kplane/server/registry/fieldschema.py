@@ -29,6 +29,16 @@ Object = dict[str, Any]
 FieldValidation = Literal["Strict", "Warn", "Ignore"]
 
 
+@dataclass(frozen=True)
+class Requester:
+    """The authenticated user behind a write, for kinds that record it (CertificateSigningRequest)."""
+
+    username: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: dict[str, list[str]] = field(default_factory=dict)
+
+
 @dataclass
 class WriteOptions:
     """What one write request asked for, and what it reports back (``warnings``)."""
@@ -38,6 +48,7 @@ class WriteOptions:
     field_validation: FieldValidation = "Warn"
     warnings: list[str] = field(default_factory=list)
     manage_fields: bool = True
+    requester: Requester | None = None
     typed_body: bool = False
     """The object is a request body (create, update) that upstream decodes into the kind's Go type
     first: a built-in kind's type errors are that decode's 400, not schema errors."""

@@ -145,6 +145,7 @@ class Registry:
         else:
             meta.pop("generation", None)
         await strat.prepare_for_create(record, obj, self.list_current)
+        strat.record_requester(obj, opts.requester)
         errs = objectmeta.validate_metadata(meta, name_rule=strat.name_rule)
         if not errs:
             errs = schema_errs or strat.validate(record, obj, None)

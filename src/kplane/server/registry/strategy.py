@@ -17,6 +17,7 @@ from typing import Any
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server.registry import customscale, eventvalidation
+from kplane.server.registry.fieldschema import Requester
 
 Object = dict[str, Any]
 ListCurrent = Callable[[ResourceRecord], Awaitable[list[Object]]]
@@ -34,6 +35,9 @@ class Strategy:
         """Reset what a client may not set on create: status, for kinds with a status subresource."""
         if record.has_status and not self.keep_status_on_create:
             obj.pop("status", None)
+
+    def record_requester(self, obj: Object, requester: Requester | None) -> None:
+        """Record who creates ``obj``, for kinds that keep it (after ``prepare_for_create``)."""
 
     def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
         """Main-endpoint update of a kind with a status subresource: status stays as stored."""
