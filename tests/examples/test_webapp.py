@@ -43,3 +43,17 @@ async def test_webapp_converges_under_conflict_storm(kplane_seed: int) -> None:
         assert cp.config is not None
         await webapp_scenario.lifecycle(rs.new_manager(cp.config, field_manager=operator.FIELD_MANAGER))
     assert plan.count(testing.Conflicts) > 0
+
+
+@pytest.mark.slow
+async def test_webapp_converges_with_cut_and_expired_watches(kplane_seed: int) -> None:
+    """Watches cut every few events and resumes answered 410 Expired: the operator still converges."""
+    plan = testing.FaultPlan(
+        testing.DropWatches(after_lines=(2, 6)),
+        testing.ExpireOnResume(probability=0.5),
+        seed=kplane_seed,
+    )
+    async with testing.ControlPlane(crds=[crd.MANIFEST], faults=plan) as cp:
+        assert cp.config is not None
+        await webapp_scenario.lifecycle(rs.new_manager(cp.config, field_manager=operator.FIELD_MANAGER))
+    assert plan.count(testing.DropWatches) > 0
