@@ -75,9 +75,7 @@ async def _reader(http: aiohttp.ClientSession, rv: str, ready: asyncio.Event, la
                 latencies.append(time.monotonic() - float(ev["object"]["data"]["t"]))
 
 
-async def _silent(
-    endpoint: loadgen.Endpoint, rv: str, token: str | None
-) -> tuple[asyncio.StreamReader, object]:
+async def _silent(endpoint: loadgen.Endpoint, rv: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Open a watch, read the response head, and from then on read nothing."""
     url = urlsplit(endpoint.url)
     reader, writer = await asyncio.open_connection(url.hostname, url.port, ssl=endpoint.ssl)
@@ -120,7 +118,7 @@ async def _flood(http: aiohttp.ClientSession, endpoint: loadgen.Endpoint, *, sil
     ready = [asyncio.Event() for _ in range(READERS)]
     readers = [asyncio.ensure_future(_reader(http, rv, ready[i], latencies[i])) for i in range(READERS)]
     await asyncio.wait_for(asyncio.gather(*(r.wait() for r in ready)), 30)
-    quiet = await _silent(endpoint, rv, None) if silent else None
+    quiet = await _silent(endpoint, rv) if silent else None
 
     async def write(i: int) -> None:
         body = {"data": {"blob": BLOB, "t": repr(time.monotonic()), "i": str(i)}}
@@ -152,7 +150,7 @@ async def _flood(http: aiohttp.ClientSession, endpoint: loadgen.Endpoint, *, sil
         reader, writer = quiet
         run.silent_events, run.silent_closed = await _drain(reader)
         with contextlib.suppress(Exception):
-            writer.close()  # type: ignore[attr-defined]
+            writer.close()
     return run
 
 

@@ -144,29 +144,28 @@ async def watch_objects(
             else None
         )
         while True:
-            step: asyncio.Future[storage.Event] | None = None
-            if pending is None and source.ready:
-                step = asyncio.get_running_loop().create_future()
-                try:
-                    step.set_result(await anext(events))
-                except (StopAsyncIteration, storage.StorageError) as err:
-                    step.set_exception(err)
-            else:
-                now = clock.monotonic()
-                if now >= opts.deadline:
-                    return
-                if bookmark_at is not None and now >= bookmark_at and not source.ready:
+            now = clock.monotonic()
+            if now >= opts.deadline:
+                return
+            if bookmark_at is not None and now >= bookmark_at:
+                if not source.ready and (pending is None or not pending.done()):
                     # Nothing is queued for this watcher, so every event up to the store's
                     # revision has been sent: the bookmark may carry it (upstream: the cacher's
                     # last processed resourceVersion).
                     last = max(last, store.current_revision())
-                    yield WatchItem("BOOKMARK", bookmark(record, last))
-                    sent = now
-                    now = clock.monotonic()
-                    bookmark_at = next_bookmark(now, opts.bookmark_interval, opts.deadline)
-                    if bookmark_at is not None and bookmark_at <= sent:
-                        bookmark_at = None  # the pre-timeout bookmark was this one
-                    continue
+                yield WatchItem("BOOKMARK", bookmark(record, last))
+                sent = now
+                now = clock.monotonic()
+                bookmark_at = next_bookmark(now, opts.bookmark_interval, opts.deadline)
+                if bookmark_at is not None and bookmark_at <= sent:
+                    bookmark_at = None  # the pre-timeout bookmark was this one
+                continue
+            if pending is None and source.ready:
+                try:
+                    got = await anext(events)
+                except (StopAsyncIteration, storage.StorageError):
+                    return  # the source ended, or terminated this watcher: the stream ends (upstream)
+            else:
                 if pending is None:
                     pending = asyncio.ensure_future(anext(events))
                 wake = opts.deadline if bookmark_at is None else min(opts.deadline, bookmark_at)
@@ -180,9 +179,9 @@ async def watch_objects(
                 if not pending.done():
                     continue
                 step, pending = pending, None
-            if step.exception() is not None:
-                return  # the source ended, or terminated this watcher: the stream ends (upstream)
-            got = step.result()
+                if step.exception() is not None:
+                    return
+                got = step.result()
             last = got.revision
             item = _filter(got, sel)
             if item is not None:

@@ -149,3 +149,41 @@ async def test_slow_consumer_within_capacity_sees_everything() -> None:
         names.append(item.object["metadata"]["name"])
     assert names == [f"c{i}" for i in range(10)] and gave_up == []
     await stream.aclose()
+
+
+async def test_deadline_ends_a_busy_watch() -> None:
+    """The timeout ends the stream even while events keep coming (it is checked before each one)."""
+    fake = clock.FakeClock()
+    store = memory.MemoryStorage()
+    record = _record()
+    await store.create(record.key(NS, "seed"), _cm("seed"))
+    opts = watching.WatchOptions(resource_version="1", deadline=5.0)
+    stream = watching.watch_objects(store, record, NS, opts, fake)
+    for i in range(3):
+        await store.create(record.key(NS, f"c{i}"), _cm(f"c{i}"))
+    first = await _next(stream)
+    assert first is not None and first.object["metadata"]["name"] == "c0"
+    fake.step(5.0)
+    assert await _next(stream) is None
+
+
+async def test_bookmark_due_while_events_are_queued_carries_the_last_sent_revision() -> None:
+    """A bookmark that falls due while events wait for this watcher carries the revision of the last
+    event sent, never one past events it has not sent yet."""
+    fake = clock.FakeClock()
+    store = memory.MemoryStorage()
+    record = _record()
+    await store.create(record.key(NS, "seed"), _cm("seed"))
+    opts = watching.WatchOptions(resource_version="1", allow_bookmarks=True, deadline=300.0)
+    stream = watching.watch_objects(store, record, NS, opts, fake)
+    for i in range(3):
+        await store.create(record.key(NS, f"c{i}"), _cm(f"c{i}"))
+    first = await _next(stream)
+    assert first is not None and first.object["metadata"]["resourceVersion"] == "2"
+    fake.step(60.0)
+    mark = await _next(stream)
+    assert mark is not None and mark.type == "BOOKMARK"
+    assert mark.object["metadata"]["resourceVersion"] == "2"
+    rest = [await _next(stream), await _next(stream)]
+    assert [r.object["metadata"]["name"] for r in rest if r] == ["c1", "c2"]
+    await stream.aclose()
