@@ -493,3 +493,86 @@ def test_hpa_watch_in_either_version(api: helpers.Kube) -> None:
     with api.watch(path.format("v2"), {"timeoutSeconds": 10, "fieldSelector": f"metadata.name={name}"}) as w2:
         ev = w2.until(lambda e: e["type"] == "ADDED")
     assert ev["object"]["apiVersion"] == "autoscaling/v2" and len(ev["object"]["spec"]["metrics"]) == 2
+
+
+def test_hpa_v2_defaults(api: helpers.Kube) -> None:
+    """autoscaling/v2 defaults (upstream pkg/apis/autoscaling/v2/defaults.go): minReplicas 1, a CPU
+    utilization metric of 80 % when none is given, and a given behavior completed with upstream's
+    scale-up and scale-down rules (scale-down stabilization left unset)."""
+    name = helpers.unique("hpad")
+    body = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 4,
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 30}},
+        },
+    }
+    spec = api.ok("POST", f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers", body)["spec"]
+    assert spec["minReplicas"] == 1
+    assert spec["metrics"] == [
+        {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+        }
+    ]
+    assert spec["behavior"]["scaleUp"] == {
+        "stabilizationWindowSeconds": 0,
+        "selectPolicy": "Max",
+        "policies": [
+            {"type": "Pods", "value": 4, "periodSeconds": 15},
+            {"type": "Percent", "value": 100, "periodSeconds": 15},
+        ],
+    }
+    assert spec["behavior"]["scaleDown"] == {
+        "stabilizationWindowSeconds": 30,
+        "selectPolicy": "Max",
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+    }
+
+
+def test_csi_driver_and_flowcontrol_defaults(api: helpers.Kube) -> None:
+    """storage/v1 and flowcontrol/v1 defaults.go: a bare CSIDriver, FlowSchema and Limited priority
+    level come back with upstream's defaults."""
+    name = helpers.unique("drv")
+    spec = api.ok(
+        "POST",
+        "/apis/storage.k8s.io/v1/csidrivers",
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name}, "spec": {}},
+    )["spec"]
+    assert spec == {
+        "attachRequired": True,
+        "podInfoOnMount": False,
+        "storageCapacity": False,
+        "fsGroupPolicy": "ReadWriteOnceWithFSType",
+        "requiresRepublish": False,
+        "seLinuxMount": False,
+        "volumeLifecycleModes": ["Persistent"],
+    }
+    base = "/apis/flowcontrol.apiserver.k8s.io/v1"
+    pl = helpers.unique("pl")
+    limited = api.ok(
+        "POST",
+        f"{base}/prioritylevelconfigurations",
+        {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": pl},
+            "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}},
+        },
+    )["spec"]["limited"]
+    assert (limited["nominalConcurrencyShares"], limited["lendablePercent"]) == (30, 0)
+    assert limited["limitResponse"]["queuing"] == {"handSize": 8, "queues": 64, "queueLengthLimit": 50}
+    fs = api.ok(
+        "POST",
+        f"{base}/flowschemas",
+        {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "FlowSchema",
+            "metadata": {"name": helpers.unique("fs")},
+            "spec": {"priorityLevelConfiguration": {"name": pl}},
+        },
+    )
+    assert fs["spec"]["matchingPrecedence"] == 1000

@@ -16,6 +16,7 @@ fields, so those are defaulted when falsy; pointer fields only when absent.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -299,6 +300,92 @@ def cron_job(obj: Obj) -> None:
     spec.setdefault("failedJobsHistoryLimit", 1)
 
 
+# --- autoscaling (pkg/apis/autoscaling/v1 and v2 defaults.go) ---------------------------------------
+
+
+def hpa_v1(obj: Obj) -> None:
+    spec = _sub(obj, "spec")
+    if spec is not None:
+        spec.setdefault("minReplicas", 1)
+
+
+def _scaling_rules(rules: Any, defaults: Obj) -> Obj:
+    """Upstream's copyHPAScalingRules: the defaults, with every field the user set kept."""
+    out = copy.deepcopy(defaults)
+    if isinstance(rules, dict):
+        out.update({k: v for k, v in rules.items() if v is not None})
+    return out
+
+
+_SCALE_UP = {
+    "stabilizationWindowSeconds": 0,
+    "selectPolicy": "Max",
+    "policies": [
+        {"type": "Pods", "value": 4, "periodSeconds": 15},
+        {"type": "Percent", "value": 100, "periodSeconds": 15},
+    ],
+}
+# stabilizationWindowSeconds stays unset: the controller's command line decides it
+_SCALE_DOWN = {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}
+
+
+def hpa_v2(obj: Obj) -> None:
+    spec = _sub(obj, "spec")
+    if spec is None:
+        return
+    spec.setdefault("minReplicas", 1)
+    if not spec.get("metrics"):
+        spec["metrics"] = [
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+            }
+        ]
+    behavior = spec.get("behavior")
+    if isinstance(behavior, dict):
+        behavior["scaleUp"] = _scaling_rules(behavior.get("scaleUp"), _SCALE_UP)
+        behavior["scaleDown"] = _scaling_rules(behavior.get("scaleDown"), _SCALE_DOWN)
+
+
+# --- storage.k8s.io/v1 and flowcontrol.apiserver.k8s.io/v1 (their defaults.go) ----------------------
+
+
+def csi_driver_spec(obj: Obj) -> None:
+    for key, value in (
+        ("attachRequired", True),
+        ("podInfoOnMount", False),
+        ("storageCapacity", False),
+        ("fsGroupPolicy", "ReadWriteOnceWithFSType"),
+        ("requiresRepublish", False),
+        ("seLinuxMount", False),  # SELinuxMountReadWriteOncePod is on by default in 1.32
+    ):
+        if obj.get(key) is None:
+            obj[key] = value
+    if not obj.get("volumeLifecycleModes"):
+        obj["volumeLifecycleModes"] = ["Persistent"]
+
+
+def flow_schema_spec(obj: Obj) -> None:
+    if not obj.get("matchingPrecedence"):
+        obj["matchingPrecedence"] = 1000
+
+
+def _shares(default: int) -> Callable[[Obj], None]:
+    def fill(obj: Obj) -> None:
+        if obj.get("nominalConcurrencyShares") is None:
+            obj["nominalConcurrencyShares"] = default
+        if obj.get("lendablePercent") is None:
+            obj["lendablePercent"] = 0
+
+    return fill
+
+
+def queuing_configuration(obj: Obj) -> None:
+    for key, value in (("handSize", 8), ("queues", 64), ("queueLengthLimit", 50)):
+        if not obj.get(key):
+            obj[key] = value
+
+
 # --- apiextensions.k8s.io/v1 ---------------------------------------------------------------------
 
 
@@ -320,6 +407,7 @@ def service_reference_port(obj: Obj) -> None:
 
 _CORE = "io.k8s.api.core.v1."
 _APIEXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
+_FLOWCONTROL = "io.k8s.api.flowcontrol.v1."
 
 HOOKS: Mapping[str, Callable[[Obj], None]] = {
     "io.k8s.api.apps.v1.Deployment": deployment,
@@ -349,6 +437,14 @@ HOOKS: Mapping[str, Callable[[Obj], None]] = {
     "io.k8s.api.discovery.v1.EndpointPort": discovery_endpoint_port,
     "io.k8s.api.batch.v1.Job": job,
     "io.k8s.api.batch.v1.CronJob": cron_job,
+    "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler": hpa_v1,
+    "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler": hpa_v2,
+    "io.k8s.api.storage.v1.CSIDriverSpec": csi_driver_spec,
+    _FLOWCONTROL + "FlowSchemaSpec": flow_schema_spec,
+    _FLOWCONTROL + "ExemptPriorityLevelConfiguration": _shares(0),
+    _FLOWCONTROL + "LimitedPriorityLevelConfiguration": _shares(30),
+    _FLOWCONTROL + "QueuingConfiguration": queuing_configuration,
+    "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.ServiceReference": service_reference_port,
     _APIEXTENSIONS + "CustomResourceDefinitionSpec": crd_spec,
     _APIEXTENSIONS + "ServiceReference": service_reference_port,
 }
