@@ -69,6 +69,13 @@ def test_openapi_v3_enum_values(api: Kube) -> None:
     ]
 
 
+def test_openapi_v2_carries_the_same_enums(api: Kube) -> None:
+    """/openapi/v2 (kubectl's fallback) is built from the same data: the enums are there too."""
+    doc = api.ok("GET", "/openapi/v2")
+    strategy = doc["definitions"]["io.k8s.api.apps.v1.DeploymentStrategy"]["properties"]
+    assert strategy["type"]["enum"] == ["Recreate", "RollingUpdate"]
+
+
 def test_unknown_strategy_type_refused_as_upstream(api: Kube, ns: str) -> None:
     """An unknown Deployment strategy type gets upstream's hand-written validation error."""
     path = f"/apis/apps/v1/namespaces/{ns}/deployments"
@@ -109,6 +116,18 @@ def test_enforced_enums_refused_as_upstream(api: Kube, ns: str) -> None:
     assert body["message"] == (
         'Service "s" is invalid: spec.ports[0].protocol: Unsupported value: "QUIC": '
         'supported values: "SCTP", "TCP", "UDP"'
+    )
+    sc = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": unique("sc")},
+        "provisioner": "example.com/p",
+        "volumeBindingMode": "Later",
+    }
+    body = assert_status(api.post("/apis/storage.k8s.io/v1/storageclasses", sc), 422, "Invalid")
+    # pkg/apis/storage/validation validateVolumeBindingMode: sets.List(supportedVolumeBindingModes).
+    assert body["message"].endswith(
+        'volumeBindingMode: Unsupported value: "Later": supported values: "Immediate", "WaitForFirstConsumer"'
     )
 
 

@@ -135,3 +135,17 @@ def test_zero_object_has_the_non_pointer_structs() -> None:
     assert zero["spec"]["template"]["metadata"] == {}
     assert "securityContext" not in zero["spec"]["template"]["spec"]
     assert schema.zero_object_for_gvk("example.com", "v1", "Widget") == {}
+
+
+def test_enforced_enums_are_upstream_enums() -> None:
+    """Every enum the compiled schemas enforce is one upstream's OpenAPI carries for that field."""
+    from kplane.api.schema import builtin
+
+    defs = builtin.validation_definitions()
+    for name, prop in builtin._ENFORCED_ENUMS:
+        where, values = builtin.enums(name)[prop]
+        assert where == "scalar"
+        assert defs[name]["properties"][prop]["enum"] == list(values)
+    assert (
+        "enum" not in builtin.definitions()["io.k8s.api.core.v1.Container"]["properties"]["imagePullPolicy"]
+    )

@@ -118,6 +118,8 @@ _ENFORCED_ENUMS = (
     ("io.k8s.api.core.v1.ServicePort", "protocol"),
     # ValidateService (supportedSessionAffinityType).
     ("io.k8s.api.core.v1.ServiceSpec", "sessionAffinity"),
+    # pkg/apis/storage/validation validateVolumeBindingMode (supportedVolumeBindingModes).
+    ("io.k8s.api.storage.v1.StorageClass", "volumeBindingMode"),
 )
 
 
