@@ -405,8 +405,12 @@ def test_pod_and_service_proxy_errors(api: helpers.Kube) -> None:
         f"/api/v1/namespaces/{NS}/services",
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc}, "spec": {"ports": [{"port": 80}]}},
     )
-    resp = api.get(f"/api/v1/namespaces/{NS}/services/{svc}/proxy")
-    assert helpers.assert_status(resp, 503)["message"] == f'no endpoints available for service "{svc}"'
+    for sub in ("proxy", "proxy/healthz/deeper"):
+        resp = api.get(f"/api/v1/namespaces/{NS}/services/{svc}/{sub}")
+        assert helpers.assert_status(resp, 503)["message"] == f'no endpoints available for service "{svc}"'
+    resp = api.get(f"/api/v1/namespaces/{NS}/pods/{name}/proxy/some/path")
+    assert helpers.assert_status(resp, 400)["message"] == "address not allowed"
+    assert api.get(f"/api/v1/namespaces/{NS}/pods/{name}/status/deeper").status == 404
     resp = api.get("/api/v1/nodes/nowhere/proxy")
     assert helpers.assert_status(resp, 404)["message"] == 'nodes "nowhere" not found'
 

@@ -82,8 +82,9 @@ def parse(method: str, path: str, *, watch_param: str | None = None) -> RequestI
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
     if len(rest) > 3:
-        # Deeper paths (e.g. proxy) are not served; keep them unmatched.
-        subresource = "/".join(rest[2:])
+        # A proxy subresource takes a path after it (upstream's connect-with-path); deeper paths
+        # under any other subresource are not served: keep them unmatched.
+        subresource = "proxy" if rest[2] == "proxy" else "/".join(rest[2:])
     if resource == "namespaces" and not name and namespace:
         name = namespace
 
