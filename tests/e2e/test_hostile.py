@@ -209,8 +209,9 @@ def _closed_within(socks: list[socket.socket], deadline: float) -> int:
 @pytest.mark.timeout(120)
 def test_half_open_connections_are_closed_after_the_header_timeout(tmp_path: Path) -> None:
     """~200 connections that send nothing or half a request head are closed after
-    --read-header-timeout (Go's ReadHeaderTimeout; kube-apiserver uses 32 s), TLS or not, while a
-    watch that outlives both deadlines keeps its stream."""
+    --read-header-timeout (Go's ReadHeaderTimeout; kube-apiserver uses 32 s), TLS or not; a
+    kept-alive connection is closed after --idle-timeout; a watch that outlives both deadlines keeps
+    its stream."""
     port = _free_port()
     srv = start_server(
         tmp_path / "srv", "--insecure-port", str(port), "--read-header-timeout", "1", "--idle-timeout", "2"
@@ -220,22 +221,29 @@ def test_half_open_connections_are_closed_after_the_header_timeout(tmp_path: Pat
         watch = socket.create_connection(("127.0.0.1", port))
         path = b"/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=6"
         watch.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        watch_started = time.monotonic()
         plain = _half_open("127.0.0.1", port, 100, b"GET /api HTTP/1.1\r\nHost: x\r\n")
         tls = _half_open(kube.host, kube.port, 100, b"\x16\x03\x01")  # a TLS record header, then silence
         time.sleep(1.0)
         deadline = time.monotonic() + 4.0
         closed = _closed_within(plain + tls, deadline)
         assert closed == 200, f"only {closed} of 200 half-open connections were closed"
+        idle = socket.create_connection(("127.0.0.1", port))
+        idle.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        idle.settimeout(5)
+        assert idle.recv(65536).startswith(b"HTTP/1.1 200")
+        assert idle.recv(65536) == b"", "an idle kept-alive connection stayed open"
+        idle.close()
         # the watch is being served: neither deadline applies, it ends at its own timeoutSeconds
         watch.settimeout(10)
         data = b""
-        start = time.monotonic()
         while chunk := watch.recv(65536):
             data += chunk
             if data.endswith(b"0\r\n\r\n"):
                 break
         assert data.startswith(b"HTTP/1.1 200"), data[:200]
-        assert time.monotonic() - start > 3, "the watch was cut before its timeoutSeconds"
+        # it outlived both deadlines (1 s, 2 s) and ended at its own timeoutSeconds (6 s)
+        assert time.monotonic() - watch_started > 5, "the watch was cut before its timeoutSeconds"
         watch.close()
     finally:
         srv.stop()
