@@ -158,7 +158,8 @@ class SchemaStep:
             if len(self._created) >= _CREATE_MEMO_SIZE:
                 self._created.clear()
             self._created[memo_key] = (record.schema, entries)
-        return _with_entries(new, entries)
+        # ``result`` is ``body`` with the entries: ``new`` itself unless status was left out.
+        return result if body is new else _with_entries(new, entries)
 
 
 # The field set a create records depends only on the object's shape (which keys hold what kind of
