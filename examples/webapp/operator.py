@@ -10,8 +10,8 @@ Reconcile, for one WebApp:
    taken back by the next reconcile, which ``owns()`` triggers as soon as the object changes.
 4. Write status (``Ready`` condition, ``observedGeneration``) only when it changed.
 
-Admission-time validation (a validating webhook refusing bad specs) plugs in beside this reconciler
-through a webhook server runnable added to the same manager; see ``setup``.
+Admission-time validation (``webhook.py``: a validating webhook refusing images that pin no
+version) is served by the same manager's webhook server; see ``setup``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from examples.webapp import crd
+from examples.webapp import crd, webhook
 from kplane import runtime
 from kplane.api import errors
 from kplane.client import events
 from kplane.client.models import apps_v1, core_v1
 from kplane.runtime import conditions, finalizers
+from kplane.runtime.webhook import WebhookServerOptions
 
 FINALIZER = "example.kplane.dev/cleanup"
 FIELD_MANAGER = "webapp-operator"
@@ -139,12 +140,14 @@ class WebAppReconciler:
         runtime.logger().info("cleaned up owned objects")
 
 
-async def setup(manager: runtime.Manager, *, max_concurrent_reconciles: int = 2) -> runtime.Controller:
-    """Register the WebApp controller with ``manager``.
-
-    A validating webhook for WebApps would be added here too, as a webhook-server runnable
-    (``manager.add(server)`` with ``runnable_group = "webhooks"``), so it serves before the caches sync.
-    """
+async def setup(
+    manager: runtime.Manager, *, max_concurrent_reconciles: int = 2, validating_webhook: bool = False
+) -> runtime.Controller:
+    """Register the WebApp controller with ``manager``, and with ``validating_webhook`` the WebApp
+    validator on the manager's webhook server (``options.webhook``), which then serves before the
+    caches sync."""
+    if validating_webhook:
+        webhook.setup(manager)
     reconciler = WebAppReconciler(manager.client, manager.event_recorder("webapp-operator"))
     return await (
         runtime.Builder(manager)
@@ -161,10 +164,15 @@ async def main(options: runtime.ManagerOptions | None = None) -> None:
     """Install the CRD, then run the operator until SIGTERM or SIGINT."""
     manager = runtime.Manager(
         options=options
-        or runtime.ManagerOptions(field_manager=FIELD_MANAGER, health_probe_bind_address="127.0.0.1:8081")
+        or runtime.ManagerOptions(
+            field_manager=FIELD_MANAGER,
+            health_probe_bind_address="127.0.0.1:8081",
+            # Development: a self-signed certificate in the default cert dir, loopback only.
+            webhook=WebhookServerOptions(host="127.0.0.1", self_signed=True),
+        )
     )
     await crd.install(manager.api.dynamic)
-    await setup(manager)
+    await setup(manager, validating_webhook=True)
     try:
         await manager.run()
     finally:

@@ -37,6 +37,7 @@ from kplane.runtime import controller as controller_mod
 from kplane.runtime import metrics as metrics_mod
 from kplane.runtime import serving
 from kplane.runtime.options import ManagerOptions
+from kplane.runtime.webhook import server as webhook_server
 
 log = logging.getLogger("kplane.runtime.manager")
 
@@ -91,6 +92,7 @@ class Manager:
         self._recorders: list[events.EventRecorder] = []
         self._failure: asyncio.Future[BaseException] | None = None
         self._elector: leaderelection.LeaderElector | None = None
+        self._webhook_server: webhook_server.WebhookServer | None = None
 
     # Assembly.
 
@@ -102,6 +104,15 @@ class Manager:
                 raise ValueError(f"controller with name {name} already exists")
             self._controller_names.add(name)
         self._runnables.append(runnable)
+
+    def webhook_server(self) -> webhook_server.WebhookServer:
+        """The manager's webhook server (``options.webhook``), created and added on first use."""
+        if self._webhook_server is None:
+            self._webhook_server = webhook_server.WebhookServer(
+                self.options.webhook, metrics=self.metrics, clock=self.clock
+            )
+            self.add(self._webhook_server)
+        return self._webhook_server
 
     def event_recorder(self, name: str) -> events.EventRecorder:
         """An Event recorder reporting as component ``name`` (flushed when the manager stops)."""

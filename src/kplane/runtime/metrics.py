@@ -81,6 +81,19 @@ class Metrics:
             "rest_client_request_duration_seconds", "API request latency by verb and host",
             ["verb", "host"], REQUEST_BUCKETS,
         )  # fmt: skip
+        hook = ["webhook"]
+        self.webhook_requests = counter(
+            prefix + "webhook_requests", "Webhook requests by path and HTTP status", [*hook, "code"]
+        )
+        self.webhook_latency = histogram(
+            prefix + "webhook_latency_seconds",
+            "Seconds per webhook request",
+            hook,
+            prometheus_client.Histogram.DEFAULT_BUCKETS,
+        )
+        self.webhook_in_flight = gauge(
+            prefix + "webhook_requests_in_flight", "Webhook requests being served", hook
+        )
         self.leader = gauge("leader_election_master_status", "1 while this process holds the lease", ["name"])
         self.queue_provider = workqueue_metrics.PrometheusMetricsProvider(reg, controller_label=True)
 

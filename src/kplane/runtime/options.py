@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from kplane.runtime.webhook.server import WebhookServerOptions
+
 
 @dataclasses.dataclass(frozen=True)
 class ManagerOptions:
@@ -20,6 +22,9 @@ class ManagerOptions:
     Leader election (off by default): the Lease ``leader_election_namespace/leader_election_id``,
     timings 15/10/2 s. ``leader_election_release_on_cancel`` defaults to True where upstream's is
     False: a clean stop hands over at once instead of after a lease duration.
+
+    ``webhook``: the webhook server's options (port 9443, cert dir...), used when a webhook is
+    registered (``Manager.webhook_server``).
 
     ``graceful_shutdown_timeout`` bounds the stop (negative: wait forever). ``field_manager`` names
     this manager's writes in managedFields. ``skip_name_validation`` allows two controllers of one name.
@@ -39,5 +44,6 @@ class ManagerOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     graceful_shutdown_timeout: float = 30.0
+    webhook: WebhookServerOptions = dataclasses.field(default_factory=WebhookServerOptions)
     field_manager: str = "kplane-manager"
     skip_name_validation: bool = False
