@@ -484,3 +484,58 @@ def test_pod_decode_errors_name_go_types(
     assert resp.body == _status_bytes(
         f'Pod in version "v1" cannot be handled as a Pod: {error}', "BadRequest", 400
     )
+
+
+# -- request options ---------------------------------------------------------------------------------
+
+
+def _options_invalid(kind: str, field: str, reason: str, body: str) -> bytes:
+    causes = json.dumps([{"reason": reason, "message": body, "field": field}], separators=(",", ":"))
+    return _status_bytes(
+        f'{kind}.meta.k8s.io "" is invalid: {field}: {body}',
+        "Invalid",
+        422,
+        f'{{"group":"meta.k8s.io","kind":"{kind}","causes":{causes}}}',
+    )
+
+
+def test_write_options_are_validated_as_upstream(api: Kube, ns: str) -> None:
+    """Bad query options are a 422 on the options kind (apimachinery meta/v1/validation:
+    ValidateCreateOptions, ValidatePatchOptions, ValidateDeleteOptions)."""
+    name = unique("opt")
+    resp = api.post(cm_path(ns), configmap(name, ns), query={"dryRun": "x"})
+    assert resp.body == _options_invalid(
+        "CreateOptions",
+        "dryRun",
+        "FieldValueNotSupported",
+        'Unsupported value: []string{"x"}: supported values: "All"',
+    )
+    resp = api.post(cm_path(ns), configmap(name, ns), query={"fieldValidation": "x"})
+    assert resp.body == _options_invalid(
+        "CreateOptions",
+        "fieldValidation",
+        "FieldValueNotSupported",
+        'Unsupported value: "x": supported values: "", "Ignore", "Strict", "Warn"',
+    )
+    resp = api.post(cm_path(ns), configmap(name, ns), query={"fieldManager": "m" * 129})
+    assert resp.body == _options_invalid(
+        "CreateOptions", "fieldManager", "FieldValueTooLong", "Too long: may not be more than 128 bytes"
+    )
+    assert api.get(cm_path(ns, name)).status == 404
+    api.ok("POST", cm_path(ns), configmap(name, ns))
+    resp = api.patch(cm_path(ns, name), {"data": {"a": "b"}}, "apply")
+    assert resp.body == _options_invalid(
+        "PatchOptions", "fieldManager", "FieldValueRequired", "Required value: is required for apply patch"
+    )
+    resp = api.patch(cm_path(ns, name), {"data": {"a": "b"}}, query={"force": "true"})
+    assert resp.body == _options_invalid(
+        "PatchOptions", "force", "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch"
+    )
+    resp = api.delete(cm_path(ns, name), {"propagationPolicy": "Sometimes"})
+    assert resp.body == _options_invalid(
+        "DeleteOptions",
+        "propagationPolicy",
+        "FieldValueNotSupported",
+        'Unsupported value: "Sometimes": supported values: "Foreground", "Background", "Orphan", "nil"',
+    )
+    assert api.ok("GET", cm_path(ns, name))["data"] == {"k": "v"}  # no patch was applied

@@ -225,9 +225,10 @@ def test_dry_run_all_write_verbs(api: Kube, ns: str) -> None:
 
 
 def test_dry_run_rejects_unknown_value(api: Kube, ns: str) -> None:
-    """dryRun with a value other than All is a 400, as upstream."""
+    """dryRun with a value other than All is upstream's 422 on CreateOptions (handlers/create.go
+    ValidateCreateOptions)."""
     resp = api.post(cm_path(ns), configmap("bad", ns), query={"dryRun": "Some"})
-    assert_status(resp, 400, "BadRequest")
+    assert_status(resp, 422, "Invalid")
     assert_status(api.get(cm_path(ns, "bad")), 404, "NotFound")
 
 

@@ -70,8 +70,19 @@ FIELD_ERROR_TEXT = {
 }
 
 
+class GoStrings(tuple[str, ...]):
+    """A ``[]string`` field value: rendered as Go's ``%#v`` prints it (``[]string{"a"}``)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return go_strings(self)
+
+
 def _go_value(value: Any) -> str:
     """Render a value as upstream's field errors do: strings quoted, numbers and bools bare."""
+    if isinstance(value, GoStrings):
+        return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):

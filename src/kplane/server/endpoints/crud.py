@@ -10,7 +10,7 @@ from aiohttp import web
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
-from kplane.server.endpoints import negotiation, params, patching
+from kplane.server.endpoints import negotiation, options, params, patching
 from kplane.server.endpoints.scope import Scope
 from kplane.server.registry import metatypes
 from kplane.server.registry.objects import check_type, rfc3339
@@ -113,7 +113,7 @@ async def patch(scope: Scope) -> web.StreamResponse:
         return await _apply(scope, value)
     dups = negotiation.duplicate_fields(body, mt, value)
     transform = patching.transform_for(scope.record, mt, value)
-    opts = scope.write_options()
+    opts = scope.write_options(patch_type=mt)
     scope.check_duplicates(dups, opts)
     updated = await scope.registry.update(
         scope.record,
@@ -128,11 +128,7 @@ async def patch(scope: Scope) -> web.StreamResponse:
 
 async def _apply(scope: Scope, applied: Object) -> web.StreamResponse:
     """Server-side apply: merge the applier's configuration with field ownership; create if absent."""
-    if not scope.query.get("fieldManager"):
-        raise errors.invalid_object(
-            "Patch", "", scope.info.name, [errors.required("fieldManager", "is required for apply patch")]
-        )
-    opts = scope.write_options()
+    opts = scope.write_options(patch_type=negotiation.APPLY_PATCH)
     opts.manage_fields = False
     force = scope.query.get("force") in ("true", "True", "1")
     record = scope.record
@@ -226,19 +222,14 @@ async def delete_options(scope: Scope) -> DeleteOptions:
             "DeleteOptions.gracePeriodSeconds of type int64"
         )
     policy = raw.get("propagationPolicy", q.get("propagationPolicy"))
-    if policy not in (None, "Orphan", "Background", "Foreground"):
-        raise errors.invalid_object(
-            "DeleteOptions",
-            "meta.k8s.io",
-            "",
-            [errors.not_supported("propagationPolicy", policy, ["Foreground", "Background", "Orphan"])],
-        )
     pre = raw.get("preconditions") or {}
     if not isinstance(pre, dict):
         raise errors.BadRequest("preconditions must be an object")
     dry = raw.get("dryRun") or []
-    if not isinstance(dry, list) or any(d != "All" for d in dry):
-        raise errors.BadRequest('dryRun: Unsupported value: supported values: "All"')
+    if not isinstance(dry, list) or not all(isinstance(d, str) for d in dry):
+        raise errors.BadRequest("dryRun must be a list of strings")
+    # registry/rest/delete.go BeforeDelete: ValidateDeleteOptions, one 422 for every problem
+    options.check("DeleteOptions", options.propagation_errors(policy) + options.dry_run_errors(dry))
     return DeleteOptions(
         grace_period_seconds=grace_int,
         propagation_policy=policy,

@@ -14,7 +14,7 @@ from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
 from kplane.server.auth import authn
-from kplane.server.endpoints import encoded, negotiation, partial
+from kplane.server.endpoints import encoded, negotiation, options, partial
 from kplane.server.endpoints.requestinfo import RequestInfo
 from kplane.server.registry.fieldschema import Requester, WriteOptions
 from kplane.server.registry.store import Registry
@@ -58,38 +58,33 @@ class Scope:
         return negotiation.is_pretty(self.request.query, self.request.headers.get("User-Agent", ""))
 
     def dry_run(self) -> bool:
+        """``dryRun`` of the query (only ``All``; 422 on the request's options kind otherwise)."""
         values = self.request.query.getall("dryRun", [])
-        for v in values:
-            if v != "All":
-                raise errors.BadRequest(f'dryRun: Unsupported value: "{v}": supported values: "All"')
+        options.check(options.kind_for(self.request.method), options.dry_run_errors(values))
         return bool(values)
 
-    def write_options(self, *, default_manager: bool = True) -> WriteOptions:
-        """dryRun, fieldManager and fieldValidation of this request (422/400 for bad values)."""
+    def write_options(self, *, default_manager: bool = True, patch_type: str | None = None) -> WriteOptions:
+        """dryRun, fieldManager and fieldValidation of this request, validated as upstream's
+        Create/Update/PatchOptions (one 422 listing every problem). ``patch_type``: the media type
+        of a PATCH (apply patches require a fieldManager, others may not send ``force``)."""
         q = self.request.query
         manager = q.get("fieldManager", "")
-        if len(manager) > 128 or any(not c.isprintable() for c in manager):
-            raise errors.invalid_object(
-                "Patch" if self.request.method == "PATCH" else self.record.kind,
-                self.record.group,
-                self.info.name,
-                [
-                    errors.invalid(
-                        "fieldManager", manager, "must be no more than 128 characters and printable"
-                    )
-                ],
-            )
+        validation = q.get("fieldValidation", "")
+        errs: list[errors.FieldError] = []
+        if patch_type == negotiation.APPLY_PATCH and not manager:
+            errs.append(errors.required("fieldManager", "is required for apply patch"))
+        elif patch_type is not None and patch_type != negotiation.APPLY_PATCH and "force" in q:
+            errs.append(errors.forbidden("force", "may not be specified for non-apply patch"))
+        errs += options.field_manager_errors(manager)
+        errs += options.dry_run_errors(q.getall("dryRun", []))
+        errs += options.field_validation_errors(validation)
+        options.check(options.kind_for(self.request.method), errs)
         if not manager and default_manager:
             manager = ssa.default_manager(self.request.headers.get("User-Agent", ""))
-        validation = q.get("fieldValidation") or "Warn"
-        if validation not in ("Strict", "Warn", "Ignore"):
-            raise errors.BadRequest(
-                f'fieldValidation must be one of "Ignore", "Warn", or "Strict", got "{validation}"'
-            )
         return WriteOptions(
-            dry_run=self.dry_run(),
+            dry_run=bool(q.getall("dryRun", [])),
             field_manager=manager,
-            field_validation=validation,  # type: ignore[arg-type]
+            field_validation=validation or "Warn",  # type: ignore[arg-type]
             warnings=self.warnings,
             requester=self.requester(),
         )
