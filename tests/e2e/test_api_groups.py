@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 import pytest
 from kubernetes import client as k8s_client
@@ -580,3 +581,42 @@ def test_csi_driver_and_flowcontrol_defaults(api: helpers.Kube) -> None:
         },
     )
     assert fs["spec"]["matchingPrecedence"] == 1000
+
+
+def test_crd_group_versions_get_apiservices(api: helpers.Kube) -> None:
+    """Each CRD group-version gets a local APIService (upstream's CRD registration controller:
+    priorities 1000/100); it goes when the last CRD serving it goes."""
+    group = "apisvc.example.com"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"things.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+    api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    path = f"/apis/apiregistration.k8s.io/v1/apiservices/v1.{group}"
+    deadline = time.monotonic() + 10
+    while api.get(path).status != 200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    got = api.ok("GET", path)
+    assert (got["spec"]["groupPriorityMinimum"], got["spec"]["versionPriority"]) == (1000, 100)
+    assert got["status"]["conditions"][0]["reason"] == "Local"
+    api.ok("DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.{group}")
+    deadline = time.monotonic() + 10
+    while api.get(path).status != 404 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert api.get(path).status == 404

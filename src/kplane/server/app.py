@@ -88,6 +88,7 @@ class APIServer:
         self._ready = False
         self._stopping = False
         self._hooks: set[str] = set()
+        self._crd_apiservices: apibootstrap.CRDAPIServices | None = None
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -138,7 +139,9 @@ class APIServer:
         await self._crds.start()
         self._hooks.update(("start-apiextensions-controllers", "crd-informer-synced"))
         apistrategies.install(self.registry, cfg.clock)
+        self._crd_apiservices = apibootstrap.CRDAPIServices(self.registry, self.catalog)
         await apibootstrap.ensure_api_objects(self.registry, self.catalog)
+        await self._crd_apiservices.reconcile()
         self._hooks.update(("priority-and-fairness-config-producer", "apiservice-registration-controller"))
 
         self.pki = await pki_ready
@@ -242,6 +245,8 @@ class APIServer:
             await self._namespaces.close()
         if self._crds is not None:
             await self._crds.close()
+        if self._crd_apiservices is not None:
+            await self._crd_apiservices.close()
         if self.storage is not None:
             await self.storage.close()
             self.storage = None

@@ -1,5 +1,5 @@
-"""Objects kube-apiserver keeps about its own API: one local APIService per served built-in
-group-version, and the mandatory API Priority and Fairness configuration.
+"""Objects kube-apiserver keeps about its own API: one local APIService per served group-version
+(built-in or defined by CRDs), and the mandatory API Priority and Fairness configuration.
 
 Both are created at start when missing and never overwritten (a restart keeps what users changed,
 except that a deleted one comes back). APIService priorities are upstream's table
@@ -12,11 +12,12 @@ suggested (non-mandatory) configuration is not created.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from kplane.api import errors
 from kplane.api.catalog import Catalog, ResourceRecord
-from kplane.server.registry.store import Registry
+from kplane.server.registry.store import DeleteOptions, Registry
 
 Object = dict[str, Any]
 
@@ -60,32 +61,89 @@ def _group(name: str) -> Object:
     return {"kind": "Group", "group": {"name": name}}
 
 
+def _apiservice(group: str, version: str, priorities: tuple[int, int], automanaged: str) -> Object:
+    spec: Object = {
+        "version": version,
+        "groupPriorityMinimum": priorities[0],
+        "versionPriority": priorities[1],
+    }
+    if group:
+        spec = {"group": group, **spec}
+    return {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {
+            "name": f"{version}.{group}",
+            "labels": {"kube-aggregator.kubernetes.io/automanaged": automanaged},
+        },
+        "spec": spec,
+    }
+
+
 def local_apiservices(catalog: Catalog) -> list[Object]:
     """The local APIService of every served built-in group-version upstream registers."""
-    out = []
     served = {(r.group, r.version) for r in catalog if not r.custom}
-    for (group, version), (group_priority, version_priority) in PRIORITIES.items():
-        if (group, version) not in served:
-            continue
-        spec: Object = {
-            "version": version,
-            "groupPriorityMinimum": group_priority,
-            "versionPriority": version_priority,
-        }
-        if group:
-            spec = {"group": group, **spec}
-        out.append(
-            {
-                "apiVersion": "apiregistration.k8s.io/v1",
-                "kind": "APIService",
-                "metadata": {
-                    "name": f"{version}.{group}",
-                    "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"},
-                },
-                "spec": spec,
-            }
-        )
-    return out
+    return [
+        _apiservice(group, version, priorities, "onstart")
+        for (group, version), priorities in PRIORITIES.items()
+        if (group, version) in served
+    ]
+
+
+def crd_apiservices(catalog: Catalog) -> list[Object]:
+    """One local APIService per group-version served by CRDs, with the priorities upstream's CRD
+    registration controller gives them (group 1000, version 100) and its ``automanaged: true``."""
+    served = sorted({(r.group, r.version) for r in catalog if r.custom})
+    return [_apiservice(group, version, CRD_PRIORITIES, "true") for group, version in served]
+
+
+CRD_PRIORITIES = (1000, 100)
+
+
+class CRDAPIServices:
+    """Keeps one APIService per CRD group-version: after every CRD write, the missing ones are
+    created and those of group-versions no CRD serves any more are deleted (in the background,
+    one pass at a time; a write during a pass triggers another)."""
+
+    def __init__(self, registry: Registry, catalog: Catalog) -> None:
+        self.registry = registry
+        self.catalog = catalog
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+        registry.after_write.append(self._after_write)
+
+    def _after_write(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:
+        if record.group != "apiextensions.k8s.io" or record.plural != "customresourcedefinitions":
+            return
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        self._again = True
+        while self._again:
+            self._again = False
+            await self.reconcile()
+
+    async def reconcile(self) -> None:
+        record = self.catalog.lookup("apiregistration.k8s.io", "v1", "apiservices")
+        if record is None:
+            return
+        wanted = crd_apiservices(self.catalog)
+        names = {o["metadata"]["name"] for o in wanted}
+        await asyncio.gather(*(_ensure(self.registry, record, obj) for obj in wanted))
+        for current in await self.registry.list_current(record):
+            meta = current.get("metadata") or {}
+            managed = (meta.get("labels") or {}).get("kube-aggregator.kubernetes.io/automanaged") == "true"
+            if managed and meta.get("name") not in names:
+                with contextlib.suppress(errors.NotFound):
+                    await self.registry.delete(record, "", meta["name"], DeleteOptions())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
 
 
 def mandatory_flowcontrol() -> list[tuple[str, Object]]:
