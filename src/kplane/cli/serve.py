@@ -36,6 +36,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--token-file", type=Path, default=None, help='static token file: token,user,uid,"g1,g2"')
     p.add_argument(
+        "--encryption-provider-config",
+        type=Path,
+        default=None,
+        help="EncryptionConfiguration (apiserver.config.k8s.io/v1) for encrypting resources at rest",
+    )
+    p.add_argument(
         "--history-window",
         type=int,
         default=10_000,
@@ -72,7 +78,10 @@ def _start_failure(err: Exception, data_dir: Path) -> str:
     """What failed at start-up, in one line: the address, a file, or the store."""
     from kplane.api import errors
     from kplane.server import app, storage
+    from kplane.server.storage.encryption.config import InvalidEncryptionConfig
 
+    if isinstance(err, InvalidEncryptionConfig):
+        return f"cannot start: --encryption-provider-config: {err}"
     if isinstance(err, app.ListenError):
         return f"cannot listen on {err.filename}: {err.strerror or err}"
     if isinstance(err, OSError):
@@ -99,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         storage=args.storage,
         insecure_port=args.insecure_port,
         token_file=args.token_file,
+        encryption_provider_config=args.encryption_provider_config,
         history_window=args.history_window,
         watch_bookmark_interval=args.watch_bookmark_interval,
         schema_validation=not args.no_schema_validation,

@@ -57,6 +57,8 @@ class ServerConfig:
     storage: Literal["sqlite", "memory"] = "sqlite"
     insecure_port: int | None = None
     token_file: Path | None = None
+    encryption_provider_config: Path | None = None
+    """Upstream's EncryptionConfiguration: which resources are encrypted at rest, with which keys."""
     watch_bookmark_interval: float = 60.0
     history_window: int = 10_000
     kubeconfig_path: Path | None = None
@@ -118,6 +120,11 @@ class APIServer:
             from kplane.server.storage.sqlite import SQLiteStorage
 
             backend = SQLiteStorage(str(cfg.data_dir / "state.db"), history_window=cfg.history_window)
+        if cfg.encryption_provider_config is not None:
+            from kplane.server.storage.encryption import config as encryption
+            from kplane.server.storage.encryption.storage import EncryptedStorage
+
+            backend = EncryptedStorage(backend, encryption.load(cfg.encryption_provider_config))
         timed = InstrumentedStorage(
             backend,
             lambda op, key, seconds: metrics.DEFAULT.storage_request(

@@ -224,7 +224,7 @@ class Registry:
             if errs:
                 raise errors.invalid_object(record.kind, record.group, name, errs)
             new = self.schema.managed(record, current, new, wopts, rfc3339(self.clock), subresource)
-            if new == current:
+            if new == current and not storage.STALE_READ.get():
                 raise _NoChange(current)
             meta = new["metadata"]
             if (

@@ -22,6 +22,7 @@ error (its iterator raises ``StorageError``) rather than blocking writers or oth
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -134,6 +135,11 @@ class ListResult:
 UpdateFunc = Callable[[Object], Object | Awaitable[Object]]
 """Given a private copy of the current object, return the new object (may mutate and return its
 argument). Raise to abort the update; the exception propagates out of ``guaranteed_update``."""
+
+STALE_READ: ContextVar[bool] = ContextVar("kplane_storage_stale_read", default=False)
+"""True while an ``UpdateFunc`` runs on a value the backend read in a form it no longer writes
+(encrypted with an old key: upstream's "stale" transformer read). An update function that skips
+unchanged writes must write anyway then, so rewriting an object moves it to the current form."""
 
 
 class Watch(Protocol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import pathlib
 from collections.abc import AsyncIterator, Callable
@@ -12,6 +13,8 @@ import pytest
 from kplane._util.clock import RealClock
 from kplane.server.storage import interface, memory
 from kplane.server.storage.cacher import CachedStorage
+from kplane.server.storage.encryption import config as encryption
+from kplane.server.storage.encryption.storage import EncryptedStorage
 from kplane.server.storage.instrumented import InstrumentedStorage
 from kplane.server.storage.sqlite import SQLiteStorage
 from kplane.server.storage.testing import contract
@@ -27,7 +30,31 @@ def _sqlite(path: pathlib.Path, capacity: int) -> SQLiteStorage:
     return SQLiteStorage(str(path), compaction_interval=0, watcher_capacity=capacity)
 
 
-IMPLEMENTATIONS = ["memory", "sqlite", "cached-memory", "cached-sqlite", "cached-instrumented-sqlite"]
+IMPLEMENTATIONS = [
+    "memory",
+    "sqlite",
+    "cached-memory",
+    "cached-sqlite",
+    "cached-instrumented-sqlite",
+    "encrypted-sqlite",
+    "cached-encrypted-sqlite",
+]
+# Every key the contract suite writes, encrypted with each provider in turn (aesgcm writes).
+_ENCRYPT_ALL = encryption.parse(
+    {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "EncryptionConfiguration",
+        "resources": [
+            {
+                "resources": ["*.*"],
+                "providers": [
+                    {"aesgcm": {"keys": [{"name": "k", "secret": base64.b64encode(b"k" * 32).decode()}]}},
+                    {"secretbox": {"keys": [{"name": "s", "secret": base64.b64encode(b"s" * 32).decode()}]}},
+                ],
+            }
+        ],
+    }
+)
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
@@ -44,8 +71,12 @@ async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Asy
             store = _memory(path, watcher_capacity)
         elif kind == "sqlite":
             store = _sqlite(path, watcher_capacity)
+        elif kind == "encrypted-sqlite":
+            store = EncryptedStorage(_sqlite(path, watcher_capacity), _ENCRYPT_ALL)
         else:
             backend: Any = _memory(path, 10_000) if kind == "cached-memory" else _sqlite(path, 10_000)
+            if kind == "cached-encrypted-sqlite":
+                backend = EncryptedStorage(backend, _ENCRYPT_ALL)
             if kind == "cached-instrumented-sqlite":
                 backend = InstrumentedStorage(
                     backend, lambda op, key, seconds: observed.append(op), RealClock()
