@@ -1,0 +1,390 @@
+"""CRD ``x-kubernetes-validations``: rules compiled once per schema, evaluated on each write.
+
+``compile_rules(schema, path)`` walks a structural schema, compiles every rule (and
+``messageExpression``) of every node against the node's declared CEL type, and returns the CRD
+write errors with upstream's texts (apiextensions-apiserver validation.go, schema/cel/
+compilation.go) plus a ``RuleTree`` holding only the nodes that have rules at or below them.
+``RuleTree.validate(obj, old)`` evaluates the rules along the object and returns field errors as
+the custom resource strategy reports them: path of the node (``<nil>`` at the root) plus
+``fieldPath``, the schema's type name as the value, ``reason`` selecting the error type.
+
+Types (apiserver pkg/cel/common/schemas.go): integer → int, number → double, boolean → bool,
+string → string, array → list(T), ``additionalProperties`` → map(string, T), objects with
+properties, int-or-string and preserve-unknown-fields nodes → dyn. At the root and at embedded
+resources only ``apiVersion``, ``kind``, ``metadata.name`` and ``metadata.generateName`` are
+visible. Transition rules (those naming ``oldSelf``) run only where an old value correlates:
+object properties, map values and ``list-type: map`` entries by key; with ``optionalOldSelf``
+they run on create too, with ``oldSelf`` null.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cel_expr_python import cel
+
+from kplane.api import errors
+from kplane.api.cel import engine
+
+T = cel.Type
+_OLD_SELF = re.compile(r"\boldSelf\b")
+_REASONS = {
+    "FieldValueInvalid",
+    "FieldValueForbidden",
+    "FieldValueRequired",
+    "FieldValueDuplicate",
+}
+_TYPE_NAMES = {"object", "array", "string", "integer", "number", "boolean"}
+_SKIP_CEL = {
+    "FieldValueRequired",
+    "FieldValueNotSupported",
+    "FieldValueTooLong",
+    "FieldValueTooMany",
+    "FieldValueTypeInvalid",
+}
+_MESSAGE_LIMIT = 5 * 1024
+
+
+class GoValue:
+    """A value rendered verbatim in a field error (a Go ``%#v`` struct)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _go_rule(rule: Mapping[str, Any]) -> GoValue:
+    def q(key: str) -> str:
+        return errors.go_quote(str(rule.get(key) or ""))
+
+    reason = "(*apiextensions.FieldValueErrorReason)(nil)"
+    if rule.get("reason") is not None:
+        reason = "(*apiextensions.FieldValueErrorReason)(0xc000a1b2c0)"
+    oos = "(*bool)(nil)" if rule.get("optionalOldSelf") is None else "(*bool)(0xc000a1b2c8)"
+    return GoValue(
+        f"apiextensions.ValidationRule{{Rule:{q('rule')}, Message:{q('message')}, "
+        f"MessageExpression:{q('messageExpression')}, Reason:{reason}, FieldPath:{q('fieldPath')}, "
+        f"OptionalOldSelf:{oos}}}"
+    )
+
+
+def declared_type(node: Mapping[str, Any]) -> Any:
+    """The CEL type of values at a schema node."""
+    if node.get("x-kubernetes-int-or-string"):
+        return T.DYN
+    kind = node.get("type")
+    if kind == "integer":
+        return T.INT
+    if kind == "number":
+        return T.DOUBLE
+    if kind == "boolean":
+        return T.BOOL
+    if kind == "string":
+        return T.STRING
+    if kind == "array" and isinstance(node.get("items"), Mapping):
+        return T.List(declared_type(node["items"]))
+    if kind == "object" and isinstance(node.get("additionalProperties"), Mapping) and not node.get("properties"):
+        return T.Map(T.STRING, declared_type(node["additionalProperties"]))
+    return T.DYN
+
+
+@dataclass
+class Rule:
+    program: engine.Program
+    source: str
+    message: str
+    message_program: engine.Program | None
+    reason: str
+    field_path: str
+    transition: bool
+    optional_old: bool
+
+
+@dataclass
+class RuleTree:
+    """Compiled rules of one schema node and of its descendants that have any."""
+
+    type_name: str
+    rules: list[Rule] = field(default_factory=list)
+    properties: dict[str, RuleTree] = field(default_factory=dict)
+    items: RuleTree | None = None
+    additional: RuleTree | None = None
+    map_keys: tuple[str, ...] = ()
+    root_like: bool = False
+
+    def empty(self) -> bool:
+        return not (self.rules or self.properties or self.items or self.additional)
+
+    def validate(self, obj: Any, old: Any) -> list[errors.FieldError]:
+        """Field errors of every failing rule under this node (``obj`` already schema-valid)."""
+        out: list[errors.FieldError] = []
+        self._walk(obj, old, old is not None, "", out)
+        return out
+
+    def _walk(self, value: Any, old: Any, has_old: bool, path: str, out: list[errors.FieldError]) -> None:
+        if value is None:
+            return
+        if self.rules:
+            self._run(value, old, has_old, path, out)
+        if self.properties and isinstance(value, dict):
+            olds = old if has_old and isinstance(old, dict) else None
+            for name, sub in self.properties.items():
+                if name in value:
+                    child_has = olds is not None and name in olds
+                    sub._walk(value[name], olds.get(name) if child_has else None, child_has, _join(path, name), out)
+        if self.additional is not None and isinstance(value, dict):
+            olds = old if has_old and isinstance(old, dict) else None
+            for key, v in value.items():
+                child_has = olds is not None and key in olds
+                self.additional._walk(v, olds.get(key) if child_has else None, child_has, f"{path}[{key}]", out)
+        if self.items is not None and isinstance(value, list):
+            by_key = _index_old(old, self.map_keys) if has_old and self.map_keys else {}
+            for i, v in enumerate(value):
+                previous = by_key.get(_key_of(v, self.map_keys), _MISSING) if by_key else _MISSING
+                found = previous is not _MISSING
+                self.items._walk(v, previous if found else None, found, f"{path}[{i}]", out)
+
+    def _run(self, value: Any, old: Any, has_old: bool, path: str, out: list[errors.FieldError]) -> None:
+        visible = _visible(value) if self.root_like else value
+        old_visible = _visible(old) if self.root_like and has_old else old
+        for rule in self.rules:
+            if rule.transition and not has_old and not rule.optional_old:
+                continue
+            data = {"self": visible}
+            if rule.transition:
+                data["oldSelf"] = old_visible if has_old else None
+            target = path + rule.field_path if rule.field_path else path
+            try:
+                ok = rule.program.eval(data)
+            except engine.EvalError as exc:
+                out.append(errors.invalid(target, self.type_name, f"{exc} evaluating rule: {rule.message or rule.source}"))
+                continue
+            if ok is True:
+                continue
+            out.append(_failure(rule, target, self.type_name, data))
+
+
+_MISSING = object()
+
+
+def _failure(rule: Rule, path: str, type_name: str, data: dict[str, Any]) -> errors.FieldError:
+    message = rule.message or f"failed rule: {rule.source}"
+    if rule.message_program is not None:
+        try:
+            text = rule.message_program.eval(data)
+        except engine.EvalError:
+            text = None
+        if isinstance(text, str) and text.strip() and "\n" not in text and len(text) <= _MESSAGE_LIMIT:
+            message = text
+    if rule.reason == "FieldValueForbidden":
+        return errors.forbidden(path, message)
+    if rule.reason == "FieldValueRequired":
+        return errors.required(path, message)
+    if rule.reason == "FieldValueDuplicate":
+        return errors.FieldError("FieldValueDuplicate", path, message, type_name)
+    return errors.invalid(path, type_name, message)
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _visible(obj: Any) -> Any:
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        out["metadata"] = {k: meta[k] for k in ("name", "generateName") if k in meta}
+    for k, v in obj.items():
+        if k not in ("apiVersion", "kind", "metadata"):
+            out[k] = v
+    return out
+
+
+def _key_of(item: Any, keys: tuple[str, ...]) -> Any:
+    if not isinstance(item, dict):
+        return None
+    return tuple(repr(item.get(k)) for k in keys)
+
+
+def _index_old(old: Any, keys: tuple[str, ...]) -> dict[Any, Any]:
+    if not isinstance(old, list):
+        return {}
+    return {_key_of(item, keys): item for item in old}
+
+
+def compile_rules(
+    schema: Mapping[str, Any], path: str, env: engine.Environment | None = None
+) -> tuple[list[errors.FieldError], RuleTree | None]:
+    """CRD write errors of every rule in ``schema`` (at ``path``) and the compiled tree (None when
+    the schema has no rules)."""
+    errs: list[errors.FieldError] = []
+    tree = _compile_node(schema, path, env or engine.environment(), errs, root=True, correlatable=True)
+    return errs, (None if tree is None or tree.empty() else tree)
+
+
+def _compile_node(
+    node: Any,
+    path: str,
+    env: engine.Environment,
+    errs: list[errors.FieldError],
+    *,
+    root: bool = False,
+    correlatable: bool,
+) -> RuleTree | None:
+    if not isinstance(node, Mapping):
+        return None
+    kind = node.get("type")
+    tree = RuleTree(
+        type_name=kind if kind in _TYPE_NAMES else "object",
+        root_like=root or bool(node.get("x-kubernetes-embedded-resource")),
+    )
+    rules = node.get("x-kubernetes-validations")
+    if isinstance(rules, list):
+        self_type = declared_type(node)
+        for i, raw in enumerate(rules):
+            rule = _compile_rule(raw, f"{path}.x-kubernetes-validations[{i}]", self_type, env, errs, path, correlatable)
+            if rule is not None:
+                tree.rules.append(rule)
+    for name, child in (node.get("properties") or {}).items():
+        sub = _compile_node(child, f"{path}.properties[{name}]", env, errs, correlatable=correlatable)
+        if sub is not None and not sub.empty():
+            tree.properties[name] = sub
+    items = node.get("items")
+    if isinstance(items, Mapping):
+        map_keys = node.get("x-kubernetes-list-map-keys") or ()
+        is_map = node.get("x-kubernetes-list-type") == "map"
+        sub = _compile_node(items, f"{path}.items", env, errs, correlatable=correlatable and is_map)
+        if sub is not None and not sub.empty():
+            tree.items = sub
+            tree.map_keys = tuple(map_keys) if is_map else ()
+    additional = node.get("additionalProperties")
+    if isinstance(additional, Mapping):
+        sub = _compile_node(additional, f"{path}.additionalProperties", env, errs, correlatable=correlatable)
+        if sub is not None and not sub.empty():
+            tree.additional = sub
+    return tree
+
+
+def _compile_rule(
+    raw: Any,
+    path: str,
+    self_type: Any,
+    env: engine.Environment,
+    errs: list[errors.FieldError],
+    node_path: str,
+    correlatable: bool,
+) -> Rule | None:
+    if not isinstance(raw, Mapping):
+        errs.append(errors.invalid(path, raw, "must be an object"))
+        return None
+    source = raw.get("rule")
+    if not isinstance(source, str) or not source.strip():
+        errs.append(errors.required(f"{path}.rule", "rule is not specified"))
+        return None
+    failed = False
+    message = raw.get("message")
+    if message is not None:
+        if not isinstance(message, str) or not message.strip():
+            errs.append(errors.invalid(f"{path}.message", message, "message must be non-empty if specified"))
+            failed = True
+        elif "\n" in message:
+            errs.append(errors.invalid(f"{path}.message", message, "message must not contain line breaks"))
+            failed = True
+    elif "\n" in source:
+        errs.append(errors.required(f"{path}.message", "message must be specified if rule contains line breaks"))
+        failed = True
+    reason = raw.get("reason")
+    if reason is not None and reason not in _REASONS:
+        errs.append(errors.not_supported(f"{path}.reason", reason, sorted(_REASONS)))
+        failed = True
+    transition = bool(_OLD_SELF.search(source))
+    optional_old = bool(raw.get("optionalOldSelf"))
+    if optional_old and not transition:
+        errs.append(errors.forbidden(f"{path}.optionalOldSelf", "may not be set if oldSelf is not used in rule"))
+        failed = True
+    if transition and not correlatable:
+        errs.append(
+            errors.invalid(
+                f"{path}.rule",
+                _go_rule(raw),
+                f"oldSelf cannot be used on the uncorrelatable portion of the schema within {node_path}",
+            )
+        )
+        failed = True
+    variables = {"self": self_type}
+    if transition:
+        variables["oldSelf"] = T.DYN if optional_old else self_type
+    program = None
+    try:
+        program = env.compile(source, variables)
+    except engine.CompileError as exc:
+        errs.append(errors.invalid(f"{path}.rule", _go_rule(raw), f"compilation failed: {exc}"))
+        failed = True
+    if program is not None and program.result_type not in ("bool", "dyn"):
+        errs.append(errors.invalid(f"{path}.rule", _go_rule(raw), "cel expression must evaluate to a bool"))
+        failed = True
+    message_program = None
+    expression = raw.get("messageExpression")
+    if expression is not None:
+        if not isinstance(expression, str) or not expression.strip():
+            errs.append(
+                errors.required(f"{path}.messageExpression", "messageExpression must be non-empty if specified")
+            )
+            failed = True
+        else:
+            try:
+                message_program = env.compile(expression, variables)
+            except engine.CompileError as exc:
+                errs.append(
+                    errors.invalid(
+                        f"{path}.messageExpression", _go_rule(raw), f"messageExpression compilation failed: {exc}"
+                    )
+                )
+                failed = True
+            if message_program is not None and message_program.result_type not in ("string", "dyn"):
+                errs.append(
+                    errors.invalid(
+                        f"{path}.messageExpression", _go_rule(raw), "messageExpression must evaluate to a string"
+                    )
+                )
+                failed = True
+    field_path = raw.get("fieldPath") or ""
+    if field_path and not _valid_field_path(field_path):
+        errs.append(errors.invalid(f"{path}.fieldPath", field_path, "fieldPath must be a valid path"))
+        failed = True
+    if failed or program is None:
+        return None
+    return Rule(
+        program=program,
+        source=source,
+        message=message if isinstance(message, str) else "",
+        message_program=message_program,
+        reason=reason or "FieldValueInvalid",
+        field_path=field_path,
+        transition=transition,
+        optional_old=optional_old,
+    )
+
+
+_FIELD_PATH = re.compile(r"^(?:\.[A-Za-z_$][A-Za-z0-9_$-]*|\['[^']*'\])+$")
+
+
+def _valid_field_path(text: str) -> bool:
+    return bool(_FIELD_PATH.match(text))
+
+
+def walk_rules(tree: RuleTree) -> Iterator[Rule]:
+    """Every rule of a tree (for benchmarks and diagnostics)."""
+    yield from tree.rules
+    for sub in tree.properties.values():
+        yield from walk_rules(sub)
+    for sub in (tree.items, tree.additional):
+        if sub is not None:
+            yield from walk_rules(sub)
