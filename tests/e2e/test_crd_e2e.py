@@ -409,21 +409,6 @@ def test_two_versions(api: Kube, ns: str) -> None:
     api.ok("DELETE", f"{CRD_PATH}/gadgets.{GROUP}")
 
 
-def test_cel_validation_refused(api: Kube) -> None:
-    """A CRD using x-kubernetes-validations is refused with a 422 that says CEL is not supported."""
-    spec = {
-        "type": "object",
-        "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}},
-        "x-kubernetes-validations": [{"rule": "self.min <= self.max", "message": "min > max"}],
-    }
-    crd = _crd("celts", "Celt", [_version("v1", spec=spec)])
-    st = assert_status(api.post(CRD_PATH, crd), 422, "Invalid")
-    fields = [c["field"] for c in st["details"]["causes"]]
-    assert any("x-kubernetes-validations" in f for f in fields), st
-    assert "x-kubernetes-validations" in st["message"] and "not supported" in st["message"], st
-    assert_status(api.get(f"{CRD_PATH}/celts.{GROUP}"), 404, "NotFound")
-
-
 # --- official Python client -----------------------------------------------------------------------
 
 

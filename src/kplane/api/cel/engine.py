@@ -58,8 +58,12 @@ def _functions() -> list[Any]:
     ]
 
 
+_NOT_IN_STRUCT = re.compile(r"(undefined field '[^']*') not found in struct '[^']*'")
+
+
 def _clean(message: str) -> str:
-    return _STATUS_TAIL.sub("", _STATUS.sub("", message, count=1)).rstrip()
+    text = _STATUS_TAIL.sub("", _STATUS.sub("", message, count=1)).rstrip()
+    return _NOT_IN_STRUCT.sub(r"\1", text)
 
 
 _RUNTIME = (
@@ -104,29 +108,34 @@ class Environment:
 
     def __init__(self, *, stored: bool = False) -> None:
         self.stored = stored
-        self._envs: dict[tuple[tuple[str, str], ...], Any] = {}
+        self._envs: dict[tuple[Any, ...], Any] = {}
         self._lock = threading.Lock()
         self._functions = _functions()
 
-    def _env(self, variables: Mapping[str, Any]) -> Any:
-        key = tuple(sorted((k, str(v.name())) for k, v in variables.items()))
+    def _env(self, variables: Mapping[str, Any], pool: Any = None) -> Any:
+        key = (id(pool), *sorted((k, str(v.name())) for k, v in variables.items()))
         env = self._envs.get(key)
         if env is None:
             with self._lock:
+                if len(self._envs) > 256:
+                    self._envs.clear()
                 env = cel.NewEnv(
-                    descriptor_pool=types.POOL,
+                    descriptor_pool=types.POOL if pool is None else pool,
                     config=_STORED if self.stored else _NEW,
                     variables=dict(variables),
                     extensions=[ext_optional.ExtOptional()],
                     functions=self._functions,
                 )
-                self._envs[key] = env
+                if pool is None:  # environments over a caller's pool live only as long as the call
+                    self._envs[key] = env
         return env
 
-    def compile(self, source: str, variables: Mapping[str, Any]) -> Program:
-        """Parse and type-check ``source``; raises ``CompileError``."""
+    def compile(self, source: str, variables: Mapping[str, Any], *, pool: Any = None) -> Program:
+        """Parse and type-check ``source``; raises ``CompileError``. ``pool`` is a protobuf
+        descriptor pool declaring the message types named in ``variables`` (see ``schematypes``);
+        such a program is for checking only, as values must then be messages."""
         try:
-            expr = self._env(variables).compile(source)
+            expr = self._env(variables, pool).compile(source)
         except Exception as exc:
             raise CompileError(_clean(str(exc))) from None
         return Program(expr, source)

@@ -80,7 +80,9 @@ def _decls(overloads: dict[str, list[tuple[str, Any, list[Any], Any]]]) -> list[
             else:
                 seen.add(key)
                 varies = name in ("min", "max", "sum")
-                built.append(cel.Overload(oid, T.DYN if varies else result, params, is_member=True, impl=impl))
+                built.append(
+                    cel.Overload(oid, T.DYN if varies else result, params, is_member=True, impl=impl)
+                )
         decls.append(cel.FunctionDecl(name, built))
     return decls
 
@@ -140,13 +142,18 @@ def regex_functions() -> list[Any]:
     """The Regex library's declarations."""
     return [
         cel.FunctionDecl(
-            "find", [cel.Overload("string_find_string", T.STRING, [T.STRING, T.STRING], is_member=True, impl=_find)]
+            "find",
+            [cel.Overload("string_find_string", T.STRING, [T.STRING, T.STRING], is_member=True, impl=_find)],
         ),
         cel.FunctionDecl(
             "findAll",
             [
                 cel.Overload(
-                    "string_find_all_string", T.List(T.STRING), [T.STRING, T.STRING], is_member=True, impl=_find_all
+                    "string_find_all_string",
+                    T.List(T.STRING),
+                    [T.STRING, T.STRING],
+                    is_member=True,
+                    impl=_find_all,
                 ),
                 cel.Overload(
                     "string_find_all_string_int",

@@ -16,7 +16,7 @@ from cel_expr_python import cel
 from kplane.api.cel import types
 
 T = cel.Type
-S, B, I = T.STRING, T.BOOL, T.INT
+S, B, INT = T.STRING, T.BOOL, T.INT
 IPT, CIDRT, URLT = types.IP_T, types.CIDR_T, types.URL_T
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -31,7 +31,9 @@ def _parse_url(s: str) -> Any:
 
 def _url(s: str) -> Any:
     if _parse_url(s) is None:
-        raise ValueError(f'URL parse error during conversion from string: parse "{s}": invalid URI for request')
+        raise ValueError(
+            f'URL parse error during conversion from string: parse "{s}": invalid URI for request'
+        )
     return types.URL(value=s)
 
 
@@ -71,7 +73,10 @@ def _parse_ip(s: str) -> Address | None:
 def _ip(s: str) -> Any:
     addr = _parse_ip(s)
     if addr is None:
-        raise ValueError(f'IP Address "{s}" parse error during conversion from string: ParseAddr("{s}"): unable to parse IP')
+        raise ValueError(
+            f'IP Address "{s}" parse error during conversion from string: '
+            f'ParseAddr("{s}"): unable to parse IP'
+        )
     return types.IP(value=str(addr))
 
 
@@ -98,7 +103,10 @@ def _parse_cidr(s: str) -> Network | None:
 
 def _cidr(s: str) -> Any:
     if _parse_cidr(s) is None:
-        raise ValueError(f'network address "{s}" parse error during conversion from string: netip.ParsePrefix("{s}"): bad prefix')
+        raise ValueError(
+            f'network address "{s}" parse error during conversion from string: '
+            f'netip.ParsePrefix("{s}"): bad prefix'
+        )
     return types.CIDR(value=s)
 
 
@@ -125,7 +133,9 @@ def network_functions() -> list[Any]:
 
     return [
         cel.FunctionDecl("url", [cel.Overload("string_to_url", URLT, [S], impl=_url)]),
-        cel.FunctionDecl("isURL", [cel.Overload("is_url_string", B, [S], impl=lambda s: _parse_url(s) is not None)]),
+        cel.FunctionDecl(
+            "isURL", [cel.Overload("is_url_string", B, [S], impl=lambda s: _parse_url(s) is not None)]
+        ),
         member("getScheme", "url_get_scheme", S, URLT, lambda u: urlsplit(u.value).scheme),
         member("getHost", "url_get_host", S, URLT, _host),
         member("getHostname", "url_get_hostname", S, URLT, _hostname),
@@ -142,16 +152,31 @@ def network_functions() -> list[Any]:
         cel.FunctionDecl("isIP", [cel.Overload("is_ip", B, [S], impl=lambda s: _parse_ip(s) is not None)]),
         cel.FunctionDecl(
             "ip.isCanonical",
-            [cel.Overload("ip_is_canonical", B, [S], impl=lambda s: _parse_ip(s) is not None and str(_parse_ip(s)) == s)],
+            [
+                cel.Overload(
+                    "ip_is_canonical",
+                    B,
+                    [S],
+                    impl=lambda s: _parse_ip(s) is not None and str(_parse_ip(s)) == s,
+                )
+            ],
         ),
-        member("family", "ip_family", I, IPT, lambda x: _addr(x).version),
+        member("family", "ip_family", INT, IPT, lambda x: _addr(x).version),
         member("isUnspecified", "ip_is_unspecified", B, IPT, lambda x: _addr(x).is_unspecified),
         member("isLoopback", "ip_is_loopback", B, IPT, lambda x: _addr(x).is_loopback),
-        member("isLinkLocalMulticast", "ip_is_link_local_multicast", B, IPT, lambda x: _addr(x).is_multicast and _link_local_mc(x)),
+        member(
+            "isLinkLocalMulticast",
+            "ip_is_link_local_multicast",
+            B,
+            IPT,
+            lambda x: _addr(x).is_multicast and _link_local_mc(x),
+        ),
         member("isLinkLocalUnicast", "ip_is_link_local_unicast", B, IPT, lambda x: _addr(x).is_link_local),
         member("isGlobalUnicast", "ip_is_global_unicast", B, IPT, _global_unicast),
         cel.FunctionDecl("cidr", [cel.Overload("string_to_cidr", CIDRT, [S], impl=_cidr)]),
-        cel.FunctionDecl("isCIDR", [cel.Overload("is_cidr", B, [S], impl=lambda s: _parse_cidr(s) is not None)]),
+        cel.FunctionDecl(
+            "isCIDR", [cel.Overload("is_cidr", B, [S], impl=lambda s: _parse_cidr(s) is not None)]
+        ),
         cel.FunctionDecl(
             "containsIP",
             [
@@ -167,7 +192,7 @@ def network_functions() -> list[Any]:
             ],
         ),
         member("masked", "cidr_masked", CIDRT, CIDRT, lambda c: types.CIDR(value=str(_net(c)))),
-        member("prefixLength", "cidr_prefix_length", I, CIDRT, lambda c: _net(c).prefixlen),
+        member("prefixLength", "cidr_prefix_length", INT, CIDRT, lambda c: _net(c).prefixlen),
     ]
 
 

@@ -88,26 +88,62 @@ def quantity_functions() -> list[Any]:
     return [
         cel.FunctionDecl("quantity", [cel.Overload("string_to_quantity", Q, [T.STRING], impl=_quantity)]),
         cel.FunctionDecl(
-            "isQuantity", [cel.Overload("is_quantity_string", T.BOOL, [T.STRING], impl=lambda s: parse(s) is not None)]
+            "isQuantity",
+            [cel.Overload("is_quantity_string", T.BOOL, [T.STRING], impl=lambda s: parse(s) is not None)],
         ),
-        cel.FunctionDecl("sign", [cel.Overload("quantity_sign", T.INT, [Q], is_member=m, impl=lambda q: _cmp(_value(q), Decimal(0)))]),
-        cel.FunctionDecl("isInteger", [cel.Overload("quantity_is_integer", T.BOOL, [Q], is_member=m, impl=_is_integer)]),
-        cel.FunctionDecl("asInteger", [cel.Overload("quantity_get_integer", T.INT, [Q], is_member=m, impl=_as_integer)]),
+        cel.FunctionDecl(
+            "sign",
+            [
+                cel.Overload(
+                    "quantity_sign", T.INT, [Q], is_member=m, impl=lambda q: _cmp(_value(q), Decimal(0))
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "isInteger", [cel.Overload("quantity_is_integer", T.BOOL, [Q], is_member=m, impl=_is_integer)]
+        ),
+        cel.FunctionDecl(
+            "asInteger", [cel.Overload("quantity_get_integer", T.INT, [Q], is_member=m, impl=_as_integer)]
+        ),
         cel.FunctionDecl(
             "asApproximateFloat",
             [cel.Overload("quantity_get_float", T.DOUBLE, [Q], is_member=m, impl=lambda q: float(_value(q)))],
         ),
         cel.FunctionDecl(
             "isGreaterThan",
-            [cel.Overload("quantity_is_greater_than", T.BOOL, [Q, Q], is_member=m, impl=lambda a, b: _value(a) > _value(b))],
+            [
+                cel.Overload(
+                    "quantity_is_greater_than",
+                    T.BOOL,
+                    [Q, Q],
+                    is_member=m,
+                    impl=lambda a, b: _value(a) > _value(b),
+                )
+            ],
         ),
         cel.FunctionDecl(
             "isLessThan",
-            [cel.Overload("quantity_is_less_than", T.BOOL, [Q, Q], is_member=m, impl=lambda a, b: _value(a) < _value(b))],
+            [
+                cel.Overload(
+                    "quantity_is_less_than",
+                    T.BOOL,
+                    [Q, Q],
+                    is_member=m,
+                    impl=lambda a, b: _value(a) < _value(b),
+                )
+            ],
         ),
         cel.FunctionDecl(
             "compareTo",
-            [cel.Overload("quantity_compare_to", T.INT, [Q, Q], is_member=m, impl=lambda a, b: _cmp(_value(a), _value(b)))],
+            [
+                cel.Overload(
+                    "quantity_compare_to",
+                    T.INT,
+                    [Q, Q],
+                    is_member=m,
+                    impl=lambda a, b: _cmp(_value(a), _value(b)),
+                )
+            ],
         ),
         cel.FunctionDecl(
             "add",

@@ -128,7 +128,10 @@ def _format(fmt: str, args: Sequence[Any]) -> str:
             return _as_string(v)
         if verb in "fe":
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise TypeError(f"error during formatting: fixed-point clause can only be used on doubles, was given {type(v).__name__}")
+                raise TypeError(
+                    "error during formatting: fixed-point clause can only be used on doubles, "
+                    f"was given {type(v).__name__}"
+                )
             digits = int(precision) if precision is not None else 6
             return f"{float(v):.{digits}{verb}}"
         if isinstance(v, bool) or not isinstance(v, int):
@@ -136,7 +139,10 @@ def _format(fmt: str, args: Sequence[Any]) -> str:
                 data = v.encode() if isinstance(v, str) else v
                 text = data.hex()
                 return text.upper() if verb == "X" else text
-            raise TypeError(f"error during formatting: integer clause can only be used on integers, was given {type(v).__name__}")
+            raise TypeError(
+                "error during formatting: integer clause can only be used on integers, "
+                f"was given {type(v).__name__}"
+            )
         return {"d": f"{v:d}", "b": f"{v:b}", "o": f"{v:o}", "x": f"{v:x}", "X": f"{v:X}"}[verb]
 
     return _VERB.sub(one, fmt)
@@ -147,14 +153,22 @@ def string_functions() -> list[Any]:
     m = True
     ls = T.List(_S)
     return [
-        cel.FunctionDecl("charAt", [cel.Overload("string_char_at_int", _S, [_S, _I], is_member=m, impl=_char_at)]),
-        cel.FunctionDecl("lowerAscii", [cel.Overload("string_lower_ascii", _S, [_S], is_member=m, impl=_lower)]),
-        cel.FunctionDecl("upperAscii", [cel.Overload("string_upper_ascii", _S, [_S], is_member=m, impl=_upper)]),
+        cel.FunctionDecl(
+            "charAt", [cel.Overload("string_char_at_int", _S, [_S, _I], is_member=m, impl=_char_at)]
+        ),
+        cel.FunctionDecl(
+            "lowerAscii", [cel.Overload("string_lower_ascii", _S, [_S], is_member=m, impl=_lower)]
+        ),
+        cel.FunctionDecl(
+            "upperAscii", [cel.Overload("string_upper_ascii", _S, [_S], is_member=m, impl=_upper)]
+        ),
         cel.FunctionDecl(
             "replace",
             [
                 cel.Overload("string_replace_string_string", _S, [_S, _S, _S], is_member=m, impl=_replace),
-                cel.Overload("string_replace_string_string_int", _S, [_S, _S, _S, _I], is_member=m, impl=_replace),
+                cel.Overload(
+                    "string_replace_string_string_int", _S, [_S, _S, _S, _I], is_member=m, impl=_replace
+                ),
             ],
         ),
         cel.FunctionDecl(

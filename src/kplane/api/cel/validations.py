@@ -8,13 +8,12 @@ compilation.go) plus a ``RuleTree`` holding only the nodes that have rules at or
 the custom resource strategy reports them: path of the node (``<nil>`` at the root) plus
 ``fieldPath``, the schema's type name as the value, ``reason`` selecting the error type.
 
-Types (apiserver pkg/cel/common/schemas.go): integer → int, number → double, boolean → bool,
-string → string, array → list(T), ``additionalProperties`` → map(string, T), objects with
-properties, int-or-string and preserve-unknown-fields nodes → dyn. At the root and at embedded
-resources only ``apiVersion``, ``kind``, ``metadata.name`` and ``metadata.generateName`` are
-visible. Transition rules (those naming ``oldSelf``) run only where an old value correlates:
-object properties, map values and ``list-type: map`` entries by key; with ``optionalOldSelf``
-they run on create too, with ``oldSelf`` null.
+Rules are type-checked against the schema's declared types (``schematypes``) and run over the
+plain object with ``self`` as dyn. At the root and at embedded resources only ``apiVersion``,
+``kind``, ``metadata.name`` and ``metadata.generateName`` are visible. Transition rules (those
+naming ``oldSelf``) run only where an old value correlates: object properties, map values and
+``list-type: map`` entries by key; with ``optionalOldSelf`` they run on create too, with
+``oldSelf`` an optional (``optional.none()`` on create).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from kplane.api import errors
-from kplane.api.cel import engine
+from kplane.api.cel import engine, schematypes
 
 T = cel.Type
 _OLD_SELF = re.compile(r"\boldSelf\b")
@@ -73,26 +72,6 @@ def _go_rule(rule: Mapping[str, Any]) -> GoValue:
     )
 
 
-def declared_type(node: Mapping[str, Any]) -> Any:
-    """The CEL type of values at a schema node."""
-    if node.get("x-kubernetes-int-or-string"):
-        return T.DYN
-    kind = node.get("type")
-    if kind == "integer":
-        return T.INT
-    if kind == "number":
-        return T.DOUBLE
-    if kind == "boolean":
-        return T.BOOL
-    if kind == "string":
-        return T.STRING
-    if kind == "array" and isinstance(node.get("items"), Mapping):
-        return T.List(declared_type(node["items"]))
-    if kind == "object" and isinstance(node.get("additionalProperties"), Mapping) and not node.get("properties"):
-        return T.Map(T.STRING, declared_type(node["additionalProperties"]))
-    return T.DYN
-
-
 @dataclass
 class Rule:
     program: engine.Program
@@ -116,6 +95,7 @@ class RuleTree:
     additional: RuleTree | None = None
     map_keys: tuple[str, ...] = ()
     root_like: bool = False
+    convert: schematypes.Convert | None = None
 
     def empty(self) -> bool:
         return not (self.rules or self.properties or self.items or self.additional)
@@ -132,16 +112,15 @@ class RuleTree:
         if self.rules:
             self._run(value, old, has_old, path, out)
         if self.properties and isinstance(value, dict):
-            olds = old if has_old and isinstance(old, dict) else None
+            olds: dict[str, Any] = old if has_old and isinstance(old, dict) else _NO_OLD
             for name, sub in self.properties.items():
                 if name in value:
-                    child_has = olds is not None and name in olds
-                    sub._walk(value[name], olds.get(name) if child_has else None, child_has, _join(path, name), out)
+                    child_has = name in olds
+                    sub._walk(value[name], olds.get(name), child_has, _join(path, name), out)
         if self.additional is not None and isinstance(value, dict):
-            olds = old if has_old and isinstance(old, dict) else None
+            olds = old if has_old and isinstance(old, dict) else _NO_OLD
             for key, v in value.items():
-                child_has = olds is not None and key in olds
-                self.additional._walk(v, olds.get(key) if child_has else None, child_has, f"{path}[{key}]", out)
+                self.additional._walk(v, olds.get(key), key in olds, f"{path}[{key}]", out)
         if self.items is not None and isinstance(value, list):
             by_key = _index_old(old, self.map_keys) if has_old and self.map_keys else {}
             for i, v in enumerate(value):
@@ -152,17 +131,26 @@ class RuleTree:
     def _run(self, value: Any, old: Any, has_old: bool, path: str, out: list[errors.FieldError]) -> None:
         visible = _visible(value) if self.root_like else value
         old_visible = _visible(old) if self.root_like and has_old else old
+        if self.convert is not None:
+            visible = self.convert(visible)
+            old_visible = self.convert(old_visible) if has_old else None
         for rule in self.rules:
             if rule.transition and not has_old and not rule.optional_old:
                 continue
             data = {"self": visible}
             if rule.transition:
                 data["oldSelf"] = old_visible if has_old else None
-            target = path + rule.field_path if rule.field_path else path
+                if rule.optional_old:
+                    data[_HAS_OLD] = has_old
+            target = (path + rule.field_path).lstrip(".") if rule.field_path else path or "<nil>"
             try:
                 ok = rule.program.eval(data)
             except engine.EvalError as exc:
-                out.append(errors.invalid(target, self.type_name, f"{exc} evaluating rule: {rule.message or rule.source}"))
+                out.append(
+                    errors.invalid(
+                        target, self.type_name, f"{exc} evaluating rule: {rule.message or rule.source}"
+                    )
+                )
                 continue
             if ok is True:
                 continue
@@ -170,6 +158,7 @@ class RuleTree:
 
 
 _MISSING = object()
+_NO_OLD: dict[str, Any] = {}
 
 
 def _failure(rule: Rule, path: str, type_name: str, data: dict[str, Any]) -> errors.FieldError:
@@ -219,20 +208,37 @@ def _index_old(old: Any, keys: tuple[str, ...]) -> dict[Any, Any]:
     return {_key_of(item, keys): item for item in old}
 
 
+class _Envs:
+    """New expressions compile in the previous minor's environment, stored ones in the full one;
+    rules are checked against the schema's declared types (``types``)."""
+
+    def __init__(self, stored: frozenset[str] | bool, schema_types: schematypes.SchemaTypes) -> None:
+        self.stored = stored
+        self.types = schema_types
+
+    def for_source(self, source: str) -> engine.Environment:
+        old = self.stored is True or (not isinstance(self.stored, bool) and source in self.stored)
+        return engine.environment(stored=old)
+
+
 def compile_rules(
-    schema: Mapping[str, Any], path: str, env: engine.Environment | None = None
+    schema: Mapping[str, Any], path: str, *, stored: frozenset[str] | bool = frozenset()
 ) -> tuple[list[errors.FieldError], RuleTree | None]:
     """CRD write errors of every rule in ``schema`` (at ``path``) and the compiled tree (None when
-    the schema has no rules)."""
+    the schema has no rules). ``stored`` are the expression texts already stored in the CRD being
+    updated (they may use what the 1.32 set adds), or True to compile everything as stored (the
+    read side: rules of a CRD in storage)."""
     errs: list[errors.FieldError] = []
-    tree = _compile_node(schema, path, env or engine.environment(), errs, root=True, correlatable=True)
+    tree = _compile_node(
+        schema, path, _Envs(stored, schematypes.SchemaTypes(schema)), errs, root=True, correlatable=True
+    )
     return errs, (None if tree is None or tree.empty() else tree)
 
 
 def _compile_node(
     node: Any,
     path: str,
-    env: engine.Environment,
+    env: _Envs,
     errs: list[errors.FieldError],
     *,
     root: bool = False,
@@ -246,10 +252,12 @@ def _compile_node(
         root_like=root or bool(node.get("x-kubernetes-embedded-resource")),
     )
     rules = node.get("x-kubernetes-validations")
-    if isinstance(rules, list):
-        self_type = declared_type(node)
+    if isinstance(rules, list) and rules:
+        tree.convert = schematypes.converter(node)
         for i, raw in enumerate(rules):
-            rule = _compile_rule(raw, f"{path}.x-kubernetes-validations[{i}]", self_type, env, errs, path, correlatable)
+            rule = _compile_rule(
+                raw, f"{path}.x-kubernetes-validations[{i}]", node, env, errs, path, correlatable
+            )
             if rule is not None:
                 tree.rules.append(rule)
     for name, child in (node.get("properties") or {}).items():
@@ -275,8 +283,8 @@ def _compile_node(
 def _compile_rule(
     raw: Any,
     path: str,
-    self_type: Any,
-    env: engine.Environment,
+    node: Mapping[str, Any],
+    env: _Envs,
     errs: list[errors.FieldError],
     node_path: str,
     correlatable: bool,
@@ -298,7 +306,9 @@ def _compile_rule(
             errs.append(errors.invalid(f"{path}.message", message, "message must not contain line breaks"))
             failed = True
     elif "\n" in source:
-        errs.append(errors.required(f"{path}.message", "message must be specified if rule contains line breaks"))
+        errs.append(
+            errors.required(f"{path}.message", "message must be specified if rule contains line breaks")
+        )
         failed = True
     reason = raw.get("reason")
     if reason is not None and reason not in _REASONS:
@@ -307,7 +317,9 @@ def _compile_rule(
     transition = bool(_OLD_SELF.search(source))
     optional_old = bool(raw.get("optionalOldSelf"))
     if optional_old and not transition:
-        errs.append(errors.forbidden(f"{path}.optionalOldSelf", "may not be set if oldSelf is not used in rule"))
+        errs.append(
+            errors.forbidden(f"{path}.optionalOldSelf", "may not be set if oldSelf is not used in rule")
+        )
         failed = True
     if transition and not correlatable:
         errs.append(
@@ -318,16 +330,19 @@ def _compile_rule(
             )
         )
         failed = True
-    variables = {"self": self_type}
+    if optional_old:
+        source = _optional_old_self(source)
+    checked = {"self": env.types.cel_type(node)}
+    variables = {"self": T.DYN}
     if transition:
-        variables["oldSelf"] = T.DYN if optional_old else self_type
-    program = None
-    try:
-        program = env.compile(source, variables)
-    except engine.CompileError as exc:
-        errs.append(errors.invalid(f"{path}.rule", _go_rule(raw), f"compilation failed: {exc}"))
+        checked["oldSelf"] = checked["self"]
+        variables["oldSelf"] = T.DYN
+        if optional_old:
+            checked[_HAS_OLD] = variables[_HAS_OLD] = T.BOOL
+    program = _compile_pair(env, source, checked, variables, raw, f"{path}.rule", "compilation failed", errs)
+    if program is None:
         failed = True
-    if program is not None and program.result_type not in ("bool", "dyn"):
+    elif program[0].result_type not in ("bool", "dyn"):
         errs.append(errors.invalid(f"{path}.rule", _go_rule(raw), "cel expression must evaluate to a bool"))
         failed = True
     message_program = None
@@ -335,26 +350,37 @@ def _compile_rule(
     if expression is not None:
         if not isinstance(expression, str) or not expression.strip():
             errs.append(
-                errors.required(f"{path}.messageExpression", "messageExpression must be non-empty if specified")
+                errors.required(
+                    f"{path}.messageExpression", "messageExpression must be non-empty if specified"
+                )
             )
             failed = True
         else:
-            try:
-                message_program = env.compile(expression, variables)
-            except engine.CompileError as exc:
+            if optional_old:
+                expression = _optional_old_self(expression)
+            pair = _compile_pair(
+                env,
+                expression,
+                checked,
+                variables,
+                raw,
+                f"{path}.messageExpression",
+                "messageExpression compilation failed",
+                errs,
+            )
+            if pair is None:
+                failed = True
+            elif pair[0].result_type not in ("string", "dyn"):
                 errs.append(
                     errors.invalid(
-                        f"{path}.messageExpression", _go_rule(raw), f"messageExpression compilation failed: {exc}"
+                        f"{path}.messageExpression",
+                        _go_rule(raw),
+                        "messageExpression must evaluate to a string",
                     )
                 )
                 failed = True
-            if message_program is not None and message_program.result_type not in ("string", "dyn"):
-                errs.append(
-                    errors.invalid(
-                        f"{path}.messageExpression", _go_rule(raw), "messageExpression must evaluate to a string"
-                    )
-                )
-                failed = True
+            else:
+                message_program = pair[1]
     field_path = raw.get("fieldPath") or ""
     if field_path and not _valid_field_path(field_path):
         errs.append(errors.invalid(f"{path}.fieldPath", field_path, "fieldPath must be a valid path"))
@@ -362,8 +388,8 @@ def _compile_rule(
     if failed or program is None:
         return None
     return Rule(
-        program=program,
-        source=source,
+        program=program[1],
+        source=raw["rule"],
         message=message if isinstance(message, str) else "",
         message_program=message_program,
         reason=reason or "FieldValueInvalid",
@@ -371,6 +397,53 @@ def _compile_rule(
         transition=transition,
         optional_old=optional_old,
     )
+
+
+def _compile_pair(
+    env: _Envs,
+    source: str,
+    checked: dict[str, Any],
+    variables: dict[str, Any],
+    raw: Mapping[str, Any],
+    path: str,
+    what: str,
+    errs: list[errors.FieldError],
+) -> tuple[engine.Program, engine.Program] | None:
+    """(program checked against the schema's types, program run over plain values), or None after
+    reporting the compile error."""
+    environment = env.for_source(source)
+    try:
+        try:
+            typed: engine.Program | None = environment.compile(source, checked, pool=env.types.pool)
+        except engine.CompileError as exc:
+            if f"of type '{env.types.package}." not in str(exc):
+                raise
+            # A schema shape this module's message encoding cannot express: check with dyn
+            # rather than refuse a rule upstream would accept.
+            typed = None
+        runnable = environment.compile(source, variables)
+    except engine.CompileError as exc:
+        errs.append(errors.invalid(path, _go_rule(raw), f"{what}: {exc}"))
+        return None
+    if typed is None:
+        return runnable, runnable
+    return typed, runnable
+
+
+_HAS_OLD = "__kplaneHasOldSelf"
+_TOKENS = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\boldSelf\b""")
+
+
+def _optional_old_self(source: str) -> str:
+    """``source`` with ``oldSelf`` made an optional (``optionalOldSelf: true``): the engine takes
+    no optional-typed variables, so each reference becomes an expression that builds one."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(0) != "oldSelf":
+            return m.group(0)
+        return f"({_HAS_OLD} ? optional.of(oldSelf) : optional.none())"
+
+    return _TOKENS.sub(one, source)
 
 
 _FIELD_PATH = re.compile(r"^(?:\.[A-Za-z_$][A-Za-z0-9_$-]*|\['[^']*'\])+$")
@@ -385,6 +458,6 @@ def walk_rules(tree: RuleTree) -> Iterator[Rule]:
     yield from tree.rules
     for sub in tree.properties.values():
         yield from walk_rules(sub)
-    for sub in (tree.items, tree.additional):
-        if sub is not None:
-            yield from walk_rules(sub)
+    for child in (tree.items, tree.additional):
+        if child is not None:
+            yield from walk_rules(child)

@@ -31,8 +31,8 @@ Semantics (apiextensions-apiserver for custom resources, Go decoding for built-i
 * Ratcheting: with ``old``, an error on a value equal to its correlated old value (through object
   keys and ``list-type: map`` keys; other lists only when unchanged as a whole) is dropped.
 
-Not implemented: CEL ``x-kubernetes-validations``; ``uniqueItems`` and ``patternProperties`` (not
-allowed in structural schemas). Upstream reports ``anyOf``/``oneOf``/``allOf``/``not`` failures at
+CEL ``x-kubernetes-validations`` are ``kplane.api.cel``'s, run by the registry after this walk.
+Not implemented: ``uniqueItems`` and ``patternProperties`` (not allowed in structural schemas). Upstream reports ``anyOf``/``oneOf``/``allOf``/``not`` failures at
 the root path (``<nil>``); here they carry the failing node's path.
 
 ``process`` never mutates its input: it returns new containers throughout (values preserved under

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from kplane._util.clock import Clock
-from kplane.api import errors
+from kplane.api import cel, errors
 from kplane.api.catalog import Catalog, PrinterColumn, ResourceRecord, ScaleSpec
 from kplane.api.gvk import GroupResource
 from kplane.server import storage
@@ -111,7 +111,7 @@ def crd_records(crd: Object) -> list[ResourceRecord]:
     return records
 
 
-def _validate_crd(crd: Object) -> list[errors.FieldError]:
+def _validate_crd(crd: Object, old: Object | None = None) -> list[errors.FieldError]:
     errs: list[errors.FieldError] = []
     spec = crd.get("spec")
     if not isinstance(spec, dict):
@@ -163,22 +163,45 @@ def _validate_crd(crd: Object) -> list[errors.FieldError]:
         if not isinstance(schema, dict):
             errs.append(errors.required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
             continue
-        errs.extend(_structural_errors(schema, f"{path}.schema.openAPIV3Schema", root=True))
+        schema_path = f"{path}.schema.openAPIV3Schema"
+        structural = _structural_errors(schema, schema_path, root=True)
+        errs.extend(structural)
+        if not structural:  # upstream compiles CEL only on schemas without structural errors
+            errs.extend(cel.compile_rules(schema, schema_path, stored=_rule_sources(old))[0])
     return errs
 
 
+def _rule_sources(crd: Object | None) -> frozenset[str]:
+    """The CEL rules already stored in ``crd``: on update they compile against the stored
+    expressions' library set, new ones against the previous minor's (apiserver environment)."""
+    if crd is None:
+        return frozenset()
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for rule in node.get("x-kubernetes-validations") or ():
+                if isinstance(rule, dict):
+                    found.update(
+                        v
+                        for k, v in rule.items()
+                        if k in ("rule", "messageExpression") and isinstance(v, str)
+                    )
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk((crd.get("spec") or {}).get("versions"))
+    return frozenset(found)
+
+
 def _structural_errors(node: Any, path: str, *, root: bool = False) -> list[errors.FieldError]:
-    """The structural-schema rules that matter for serving: every node typed, CEL refused clearly."""
+    """The structural-schema rules that matter for serving: every node typed."""
     if not isinstance(node, dict):
         return [errors.invalid(path, node, "must be an object")]
     errs: list[errors.FieldError] = []
-    if "x-kubernetes-validations" in node:
-        errs.append(
-            errors.forbidden(
-                f"{path}.x-kubernetes-validations",
-                "CEL validation rules (x-kubernetes-validations) are not supported by this server yet",
-            )
-        )
     typed = (
         "type" in node
         or node.get("x-kubernetes-int-or-string")
@@ -227,7 +250,7 @@ class CRDStrategy(strategy.Strategy):
         self._fill_status(new, old)
 
     def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
-        errs = _validate_crd(obj)
+        errs = _validate_crd(obj, old)
         if old is not None and not errs:
             for field in ("group",):
                 if (obj["spec"] or {}).get(field) != (old.get("spec") or {}).get(field):

@@ -2,7 +2,8 @@
 report unknown fields per ``fieldValidation``, and keep ``managedFields``.
 
 Built-in kinds use the compiled Kubernetes 1.32 definitions; custom resources compile their CRD's
-schema once per record. ``fieldValidation=Strict`` turns unknown fields into upstream's 400 strict
+schema once per record, and their ``x-kubernetes-validations`` (CEL, ``kplane.api.cel``) once per
+schema, evaluated after the OpenAPI checks as upstream's strategy does. ``fieldValidation=Strict`` turns unknown fields into upstream's 400 strict
 decoding error, ``Warn`` (the default) into ``Warning`` headers, ``Ignore`` into silence; unknown
 fields are pruned before storage in every mode.
 """
@@ -18,11 +19,12 @@ from kplane.api.catalog import ResourceRecord
 
 if TYPE_CHECKING:
     from kplane.api import apply as ssa
-    from kplane.api import schema
+    from kplane.api import cel, schema
     from kplane.api.schema import godecode
 else:
     ssa = lazy_module("kplane.api.apply")  # loaded with the first write, not at start-up
     schema = lazy_module("kplane.api.schema")
+    cel = lazy_module("kplane.api.cel")  # the CEL engine loads with the first custom resource write
     godecode = lazy_module("kplane.api.schema.godecode")
 
 Object = dict[str, Any]
@@ -72,6 +74,7 @@ class SchemaStep:
         self.enabled = enabled
         self._created: dict[tuple[Any, ...], tuple[object, list[Object]]] = {}
         self._custom: dict[int, tuple[object, schema.CompiledSchema | None, schema.SchemaNode | None]] = {}
+        self._rules: dict[int, tuple[object, cel.RuleTree | None]] = {}
 
     def _custom_entry(
         self, record: ResourceRecord
@@ -88,6 +91,18 @@ class SchemaStep:
             hit = (raw, compiled, schema.SchemaNode(raw))
             self._custom[id(raw)] = hit
         return hit[1], hit[2]
+
+    def rules(self, record: ResourceRecord) -> cel.RuleTree | None:
+        """The compiled ``x-kubernetes-validations`` of a custom resource's schema (None if none)."""
+        raw = record.schema
+        if raw is None or not record.custom:
+            return None
+        hit = self._rules.get(id(raw))
+        if hit is None or hit[0] is not raw:
+            _, tree = cel.compile_rules(raw, "", stored=True)  # accepted when the CRD was written
+            hit = (raw, tree)
+            self._rules[id(raw)] = hit
+        return hit[1]
 
     def compiled(self, record: ResourceRecord) -> schema.CompiledSchema | None:
         if record.custom:
@@ -109,6 +124,10 @@ class SchemaStep:
         if compiled is None:
             return obj, []
         result = compiled.process(obj, old=old, mode=opts.field_validation)
+        found = list(result.errors)
+        rules = self.rules(record) if record.custom else None
+        if rules is not None:
+            found.extend(_cel_errors(rules, result.obj, old, found))
         if opts.typed_body and not record.custom and result.errors:
             _refuse_undecodable(self.node(record), record, obj)
         if result.unknown_fields:
@@ -118,7 +137,7 @@ class SchemaStep:
                 )
             if opts.field_validation == "Warn":
                 opts.warnings.extend(result.unknown_fields)
-        return result.obj, list(result.errors)
+        return result.obj, found
 
     def managed(
         self,
@@ -160,6 +179,31 @@ class SchemaStep:
             self._created[memo_key] = (record.schema, entries)
         # ``result`` is ``body`` with the entries: ``new`` itself unless status was left out.
         return result if body is new else _with_entries(new, entries)
+
+
+# Upstream's custom resource strategy skips CEL when the OpenAPI errors include one of these types
+# (apiextensions-apiserver pkg/registry/customresource/strategy.go) and says so with one more error.
+_CEL_BLOCKERS = frozenset(
+    {
+        "FieldValueRequired",
+        "FieldValueNotSupported",
+        "FieldValueTooLong",
+        "FieldValueTooMany",
+        "FieldValueTypeInvalid",
+    }
+)
+_CEL_SKIPPED = (
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+
+
+def _cel_errors(
+    rules: cel.RuleTree, obj: Object, old: Object | None, found: list[errors.FieldError]
+) -> list[errors.FieldError]:
+    if any(e.type in _CEL_BLOCKERS for e in found):
+        return [errors.invalid("<nil>", "null", _CEL_SKIPPED)]
+    return rules.validate(obj, old)
 
 
 # The field set a create records depends only on the object's shape (which keys hold what kind of
