@@ -32,8 +32,9 @@ Semantics (apiextensions-apiserver for custom resources, Go decoding for built-i
   keys and ``list-type: map`` keys; other lists only when unchanged as a whole) is dropped.
 
 CEL ``x-kubernetes-validations`` are ``kplane.api.cel``'s, run by the registry after this walk.
-Not implemented: ``uniqueItems`` and ``patternProperties`` (not allowed in structural schemas). Upstream reports ``anyOf``/``oneOf``/``allOf``/``not`` failures at
-the root path (``<nil>``); here they carry the failing node's path.
+Not implemented: ``uniqueItems`` and ``patternProperties`` (not allowed in structural schemas).
+Upstream reports ``anyOf``/``oneOf``/``allOf``/``not`` failures at the root path (``<nil>``); here
+they carry the failing node's path.
 
 ``process`` never mutates its input: it returns new containers throughout (values preserved under
 ``x-kubernetes-preserve-unknown-fields`` are deep-copied), so the result may be mutated freely.

@@ -2,10 +2,10 @@
 report unknown fields per ``fieldValidation``, and keep ``managedFields``.
 
 Built-in kinds use the compiled Kubernetes 1.32 definitions; custom resources compile their CRD's
-schema once per record, and their ``x-kubernetes-validations`` (CEL, ``kplane.api.cel``) once per
-schema, evaluated after the OpenAPI checks as upstream's strategy does. ``fieldValidation=Strict`` turns unknown fields into upstream's 400 strict
-decoding error, ``Warn`` (the default) into ``Warning`` headers, ``Ignore`` into silence; unknown
-fields are pruned before storage in every mode.
+schema once per record, and its ``x-kubernetes-validations`` (CEL, ``kplane.api.cel``) once per
+schema, evaluated after the OpenAPI checks as upstream's strategy does. ``fieldValidation=Strict``
+turns unknown fields into upstream's 400 strict decoding error, ``Warn`` (the default) into
+``Warning`` headers, ``Ignore`` into silence; unknown fields are pruned before storage in every mode.
 """
 
 from __future__ import annotations
