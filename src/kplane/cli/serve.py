@@ -70,6 +70,12 @@ def add_parser(sub: Any) -> None:
         default=90.0,
         help="seconds a kept-alive connection may sit idle between requests (default 90)",
     )
+    p.add_argument(
+        "--authorization-mode",
+        choices=("RBAC", "AlwaysAllow"),
+        default="RBAC",
+        help="RBAC (default) or AlwaysAllow (every authenticated user may do everything)",
+    )
     p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
     p.set_defaults(func=run)
 
@@ -114,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         schema_validation=not args.no_schema_validation,
         read_header_timeout=args.read_header_timeout,
         idle_timeout=args.idle_timeout,
+        authorization_mode=args.authorization_mode,
     )
     try:
         import uvloop
@@ -136,6 +143,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"kplane: serving {server.url} (ready in {elapsed:.2f}s, storage {config.storage})", flush=True)
         if server.insecure_url:
             print(f"kplane: insecure HTTP (no authentication) on {server.insecure_url}", flush=True)
+        if config.authorization_mode == "AlwaysAllow":
+            print(
+                "kplane: WARNING: --authorization-mode AlwaysAllow:"
+                " every authenticated user may do everything",
+                file=sys.stderr,
+                flush=True,
+            )
         print(f"export KUBECONFIG={server.kubeconfig_path.resolve()}", flush=True)
         await stop.wait()
         await server.stop()

@@ -22,12 +22,12 @@ from kplane._util.clock import Clock, RealClock
 from kplane.api.builtin import builtin_catalog
 from kplane.api.catalog import Catalog
 from kplane.server import connections, storage
-from kplane.server.auth import authn, certs, kubeconfig
+from kplane.server.auth import authn, authz, certs, kubeconfig, rbac, rbac_escalation
 from kplane.server.endpoints import health, installer, metrics, nonresource
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
 from kplane.server.filters.types import Filter
-from kplane.server.registry import apibootstrap, apistrategies, bootstrap
+from kplane.server.registry import apibootstrap, apistrategies, bootstrap, rbacpolicy
 from kplane.server.registry.crds import CRDController
 from kplane.server.registry.namespaces import NamespaceLifecycle
 from kplane.server.registry.store import Registry
@@ -70,6 +70,9 @@ class ServerConfig:
     """Seconds ``stop`` lets in-flight requests (open watches included) finish before cancelling them.
 
     Must be > 0: aiohttp reads 0 as "wait without limit"."""
+    authorization_mode: Literal["RBAC", "AlwaysAllow"] = "RBAC"
+    """``RBAC`` (default), or ``AlwaysAllow``: every authenticated user may do everything.
+    ``system:masters`` may do everything in either mode."""
     filters: Sequence[Filter] = ()
     """Extra filters run after authentication, outermost first (test hooks: ``kplane.testing`` faults)."""
 
@@ -87,6 +90,9 @@ class APIServer:
         self._runner: web.ServerRunner | None = None
         self._namespaces: NamespaceLifecycle | None = None
         self._crds: CRDController | None = None
+        self._aggregator: rbacpolicy.Aggregator | None = None
+        self._unlisten_rbac: Any = None
+        self.rbac = rbac.RBACIndex()
         self._ready = False
         self._stopping = False
         self._hooks: set[str] = set()
@@ -147,6 +153,7 @@ class APIServer:
         self._hooks.update(("start-apiextensions-controllers", "crd-informer-synced"))
         apistrategies.install(self.registry, cfg.clock)
         self._crd_apiservices = apibootstrap.CRDAPIServices(self.registry, self.catalog)
+        authorizer = await self._start_rbac()
         await apibootstrap.ensure_api_objects(self.registry, self.catalog)
         await self._crd_apiservices.reconcile()
         self._hooks.update(("priority-and-fairness-config-producer", "apiservice-registration-controller"))
@@ -166,7 +173,7 @@ class APIServer:
         # aiohttp's low-level server: routing is ours (RequestInfo + catalog), so the Application
         # router and middleware machinery would only add per-request cost.
         server = connections.Server(
-            chain.build(authenticator, handler, extra=cfg.filters, clock=cfg.clock),
+            chain.build(authenticator, handler, extra=cfg.filters, authorizer=authorizer, clock=cfg.clock),
             request_factory=_request_factory,
             access_log=None,
             read_header_timeout=cfg.read_header_timeout,
@@ -200,6 +207,36 @@ class APIServer:
         self._hooks.add("bootstrap-controller")
         kubeconfig.write_admin_kubeconfig(self.pki, self.url, self.kubeconfig_path)
         self._ready = True
+
+    async def _start_rbac(self) -> authz.Authorizer:
+        """Load the RBAC index from the cache and keep it current, reconcile the bootstrap policy,
+        start aggregation; return the server's authorizer for its mode."""
+        assert self.storage is not None and self.registry is not None
+        index = self.rbac
+        # The cache answers list_keyed without yielding, so no event falls between the snapshot
+        # and the listener.
+        pairs, _ = await self.storage.list_keyed(rbac.PREFIX)
+        for key, obj in pairs:
+            index.apply(key, obj)
+        aggregator = self._aggregator = rbacpolicy.Aggregator(
+            self.registry, self.catalog, index.cluster_roles
+        )
+
+        def on_event(event: storage.Event) -> None:
+            if event.key.startswith(rbac.PREFIX):
+                index.apply(event.key, None if event.type == storage.DELETED else event.object)
+                if event.key.startswith(rbac.PREFIX + "clusterroles/"):
+                    aggregator.poke()
+
+        self._unlisten_rbac = self.storage.listen(on_event)
+        await rbacpolicy.reconcile_bootstrap(self.registry, self.catalog)
+        await aggregator.sync()
+        aggregator.start()
+        if self.config.authorization_mode == "AlwaysAllow":
+            return authz.always_allow
+        authorizer = authz.chain([authz.privileged, rbac.RBACAuthorizer(index)])
+        self.registry.write_guards.append(rbac_escalation.EscalationCheck(index, authorizer))
+        return authorizer
 
     def _health(self, backend: Any) -> health.Health:
         """kube-apiserver's checks, for what kplane has: the storage answers a read (``etcd``),
@@ -254,6 +291,10 @@ class APIServer:
             await self._crds.close()
         if self._crd_apiservices is not None:
             await self._crd_apiservices.close()
+        if self._aggregator is not None:
+            await self._aggregator.close()
+        if self._unlisten_rbac is not None:
+            self._unlisten_rbac()
         if self.storage is not None:
             await self.storage.close()
             self.storage = None

@@ -77,13 +77,19 @@ def _san_text(name: _SAN) -> str:
 
 
 def issue_client_cert(
-    pki: PKI, cn: str, groups: Sequence[str], *, now: datetime.datetime
+    pki: PKI,
+    cn: str,
+    groups: Sequence[str],
+    *,
+    now: datetime.datetime,
+    validity: datetime.timedelta | None = None,
 ) -> tuple[bytes, bytes]:
-    """A client certificate for ``cn`` in ``groups`` signed by ``pki``'s CA, as PEM (cert, key)."""
+    """A client certificate for ``cn`` in ``groups`` signed by ``pki``'s CA, as PEM (cert, key);
+    valid for ``validity`` (default: the leaf default)."""
     ca = _load_pair(pki.ca_cert_file, pki.ca_key_file)
     if ca is None:
         raise FileNotFoundError(f"no usable CA in {pki.ca_cert_file.parent}")
-    cert, key = _issue_client(ca, cn, groups, now)
+    cert, key = _issue_client(ca, cn, groups, now, validity)
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
@@ -134,12 +140,13 @@ def _issue_leaf(
     usage: x509.ObjectIdentifier,
     sans: set[_SAN],
     now: datetime.datetime,
+    validity: datetime.timedelta | None = None,
 ) -> tuple[x509.Certificate, _Key]:
     ca_cert, ca_key = ca
     key = _new_key()
     aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
     builder = (
-        _builder(subject, key, now, LEAF_VALIDITY)
+        _builder(subject, key, now, validity or LEAF_VALIDITY)
         .issuer_name(ca_cert.subject)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(ca=False), critical=True)
@@ -159,11 +166,15 @@ def _issue_serving(
 
 
 def _issue_client(
-    ca: tuple[x509.Certificate, _Key], cn: str, groups: Sequence[str], now: datetime.datetime
+    ca: tuple[x509.Certificate, _Key],
+    cn: str,
+    groups: Sequence[str],
+    now: datetime.datetime,
+    validity: datetime.timedelta | None = None,
 ) -> tuple[x509.Certificate, _Key]:
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
     subject = x509.Name([*attrs, x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    return _issue_leaf(ca, subject, ExtendedKeyUsageOID.CLIENT_AUTH, set(), now)
+    return _issue_leaf(ca, subject, ExtendedKeyUsageOID.CLIENT_AUTH, set(), now, validity)
 
 
 # -- checking -----------------------------------------------------------------------------------

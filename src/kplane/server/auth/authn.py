@@ -31,6 +31,7 @@ from aiohttp import web
 from kplane.server.auth import certs
 
 AUTHENTICATED_GROUP = "system:authenticated"
+UNAUTHENTICATED_GROUP = "system:unauthenticated"
 # What upstream's system:public-info-viewer role grants to everyone, signed in or not.
 ANONYMOUS_PATHS: frozenset[str] = frozenset({"/version", "/version/", "/healthz", "/livez", "/readyz"})
 
@@ -49,6 +50,9 @@ class UserInfo:
         default_factory=lambda: types.MappingProxyType({}), hash=False
     )
 
+
+ANONYMOUS = UserInfo(name="system:anonymous", groups=(UNAUTHENTICATED_GROUP,))
+"""Who a request without credentials is (only on ``ANONYMOUS_PATHS``)."""
 
 USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("user", UserInfo)
 """Where the authentication filter stores the authenticated user on a request."""

@@ -155,13 +155,20 @@ def ensure_pki(
 
 
 def issue_client_cert(
-    pki: PKI, cn: str, groups: Sequence[str] = (), *, clock: clock_mod.Clock | None = None
+    pki: PKI,
+    cn: str,
+    groups: Sequence[str] = (),
+    *,
+    clock: clock_mod.Clock | None = None,
+    validity: datetime.timedelta | None = None,
 ) -> tuple[bytes, bytes]:
     """A client certificate for ``cn`` (user) in ``groups`` (O attributes), signed by ``pki``'s CA:
-    ``(cert_pem, key_pem)``. For tests and for handing out credentials to other users."""
+    ``(cert_pem, key_pem)``, valid for ``validity`` (default: a year). For tests and for handing
+    out credentials to other users (``kplane kubeconfig``)."""
     from kplane.server.auth import _issuing
 
-    return _issuing.issue_client_cert(pki, cn, groups, now=(clock or clock_mod.RealClock()).now())
+    now = (clock or clock_mod.RealClock()).now()
+    return _issuing.issue_client_cert(pki, cn, groups, now=now, validity=validity)
 
 
 def normalize_hosts(hosts: Sequence[str]) -> set[str]:

@@ -2,9 +2,11 @@
 
 The client certificate is tried first, then the bearer token (upstream's order). Anonymous requests
 reach only the public paths (version and health); anything else answers 401
-Unauthorized. A request with a bearer token that does not authenticate is refused even on public
-paths, as upstream does. Requests arriving on the opt-in insecure (plain HTTP, loopback) port are
-trusted as the admin, like upstream's old insecure port.
+Unauthorized (upstream's anonymous authenticator limited to those paths, as its structured
+authentication configuration allows); on them the anonymous user ``system:anonymous`` (group
+``system:unauthenticated``) goes on to authorization. A request with a bearer token that does not
+authenticate is refused even on public paths, as upstream does. Requests arriving on the opt-in
+insecure (plain HTTP, loopback) port are trusted as the admin, like upstream's old insecure port.
 
 A TLS connection's client certificate cannot change, so the user it authenticates is remembered per
 connection (weakly, keyed by the connection's ``SSLObject``) and certificate parsing happens once.
@@ -48,6 +50,8 @@ def authentication(authenticator: authn.RequestAuthenticator) -> Filter:
                     raise errors.Unauthorized("Unauthorized")
             elif request.path not in authn.ANONYMOUS_PATHS:
                 raise errors.Unauthorized("Unauthorized")
+            else:
+                user = authn.ANONYMOUS
         request[USER_KEY] = user
         return await handler(request)
 

@@ -6,9 +6,11 @@ import functools
 from collections.abc import Sequence
 
 from kplane._util.clock import Clock, RealClock
-from kplane.server.auth import authn
+from kplane.server.auth import authn, authz
 from kplane.server.endpoints import metrics as metrics_mod
 from kplane.server.filters.authentication import authentication
+from kplane.server.filters.authorization import authorization
+from kplane.server.filters.impersonation import impersonation
 from kplane.server.filters.metrics import metrics
 from kplane.server.filters.recovery import recovery
 from kplane.server.filters.requestinfo import request_info
@@ -19,17 +21,25 @@ def filters(
     authenticator: authn.RequestAuthenticator,
     extra: Sequence[Filter] = (),
     *,
+    authorizer: authz.Authorizer = authz.always_allow,
     sink: metrics_mod.APIMetrics = metrics_mod.DEFAULT,
     clock: Clock | None = None,
 ) -> list[Filter]:
-    """Outermost first: recovery -> request info -> metrics -> authentication -> ``extra``.
-
-    Authorization (RBAC) will sit after authentication; until then every authenticated user may do
-    everything. ``extra`` filters (test hooks such as fault injection) see only authenticated
+    """Outermost first: recovery -> request info -> metrics -> authentication -> impersonation ->
+    authorization -> ``extra`` (upstream's relative order). ``extra`` filters (test hooks such as
+    fault injection) see only authenticated
     requests, with ``request[INFO_KEY]`` parsed, and their failures still become a Status.
     """
     measure = metrics(sink, clock or RealClock())
-    return [recovery, request_info, measure, authentication(authenticator), *extra]
+    return [
+        recovery,
+        request_info,
+        measure,
+        authentication(authenticator),
+        impersonation(authorizer),
+        authorization(authorizer),
+        *extra,
+    ]
 
 
 def build(
@@ -37,10 +47,11 @@ def build(
     handler: Handler,
     *,
     extra: Sequence[Filter] = (),
+    authorizer: authz.Authorizer = authz.always_allow,
     sink: metrics_mod.APIMetrics = metrics_mod.DEFAULT,
     clock: Clock | None = None,
 ) -> Handler:
     """``handler`` wrapped in every filter, so a request passes them in list order."""
-    for f in reversed(filters(authenticator, extra, sink=sink, clock=clock)):
+    for f in reversed(filters(authenticator, extra, authorizer=authorizer, sink=sink, clock=clock)):
         handler = functools.partial(f, handler=handler)
     return handler

@@ -23,7 +23,7 @@ from kplane.api.catalog import ResourceRecord
 from kplane.api.gvk import GroupResource
 from kplane.server import storage
 from kplane.server.registry import lifecycle, metatypes, objectmeta, strategy
-from kplane.server.registry.fieldschema import SchemaStep, WriteOptions
+from kplane.server.registry.fieldschema import Requester, SchemaStep, WriteOptions
 from kplane.server.registry.objects import check_type, rfc3339, storage_error, to_storage, to_version
 
 Object = dict[str, Any]
@@ -63,6 +63,10 @@ class _DryRun(Exception):
         self.obj = obj
 
 
+WriteGuard = Callable[[ResourceRecord, Object, Object | None, Requester | None], Awaitable[None]]
+"""Refuses a write by raising an APIError (RBAC escalation checks): record, new object, old object
+(None on create), requester (None for the server's own writes). Runs before validation."""
+
 AfterWrite = Callable[[ResourceRecord, Object, bool], None]
 """Called after a successful (non-dry-run) write with the stored object and whether it was deleted."""
 
@@ -79,6 +83,7 @@ class Registry:
         self.on_namespace_deleted: Callable[[str], None] | None = None
         self.strategies: dict[tuple[str, str], strategy.Strategy] = {}
         self.after_write: list[AfterWrite] = []
+        self.write_guards: list[WriteGuard] = []
         self.schema = SchemaStep()
 
     def strategy_for(self, record: ResourceRecord) -> strategy.Strategy:
@@ -146,6 +151,8 @@ class Registry:
             meta.pop("generation", None)
         await strat.prepare_for_create(record, obj, self.list_current)
         strat.record_requester(obj, opts.requester)
+        for guard in self.write_guards:
+            await guard(record, obj, None, opts.requester)
         errs = objectmeta.validate_metadata(meta, name_rule=strat.name_rule)
         if not errs:
             errs = schema_errs or strat.validate(record, obj, None)
@@ -214,6 +221,8 @@ class Registry:
             new = self._prepare_update(record, strat, namespace, name, transform, current, subresource)
             objectmeta.drop_empty(new["metadata"])
             new, schema_errs = self.schema.process(record, new, current, wopts)
+            for guard in self.write_guards:
+                await guard(record, new, current, wopts.requester)
             errs = objectmeta.validate_metadata(new["metadata"], name_rule=strat.name_rule)
             if not errs:
                 errs = schema_errs or strat.validate(record, new, current)

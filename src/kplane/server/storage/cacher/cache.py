@@ -185,6 +185,12 @@ class CachedStorage:
 
     # -- reads ---------------------------------------------------------------------------------
 
+    def listen(self, listener: fanout.Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event this cache applies, synchronously, after the
+        cache holds it and before the write that caused it returns (see ``Broadcaster.listen``).
+        Returns the function that removes the listener."""
+        return self._broadcaster.listen(listener)
+
     def object_counts(self) -> dict[str, int]:
         """How many live objects each resource prefix (``/registry/<group>/<plural>/``) holds."""
         return {prefix: len(bucket.objects) for prefix, bucket in self._buckets.items() if bucket.objects}
