@@ -173,7 +173,14 @@ class APIServer:
         # aiohttp's low-level server: routing is ours (RequestInfo + catalog), so the Application
         # router and middleware machinery would only add per-request cost.
         server = connections.Server(
-            chain.build(authenticator, handler, extra=cfg.filters, authorizer=authorizer, clock=cfg.clock),
+            chain.build(
+                authenticator,
+                handler,
+                extra=cfg.filters,
+                authorizer=authorizer,
+                rules_for=authz.all_rules if cfg.authorization_mode == "AlwaysAllow" else self.rbac.rules_for,
+                clock=cfg.clock,
+            ),
             request_factory=_request_factory,
             access_log=None,
             read_header_timeout=cfg.read_header_timeout,

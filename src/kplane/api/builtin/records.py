@@ -260,6 +260,41 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
         status=True,
         generation=True,
     ),
+    # authorization.k8s.io/v1 and authentication.k8s.io/v1: create-only reviews, never stored
+    _r(
+        "authorization.k8s.io",
+        "v1",
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
+        verbs=("create",),
+    ),
+    _r(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        "Cluster",
+        verbs=("create",),
+    ),
+    _r(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        "Cluster",
+        verbs=("create",),
+    ),
+    _r(
+        "authorization.k8s.io",
+        "v1",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        "Cluster",
+        verbs=("create",),
+    ),
+    _r(
+        "authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", "Cluster", verbs=("create",)
+    ),
     # rbac.authorization.k8s.io/v1
     _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", "Cluster"),
     _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", "Cluster"),

@@ -14,8 +14,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
+
+from aiohttp import web
 
 from kplane.api import errors
 from kplane.server.auth.authn import UserInfo
@@ -141,11 +143,19 @@ def forbidden_error(group: str, resource: str, name: str, why: str) -> errors.Fo
     return errors.Forbidden(f"{head}: {why}", details=details)
 
 
-def _authorizer_key() -> Any:
-    from aiohttp import web
-
-    return web.RequestKey("authorizer", object)
+RulesFor = Callable[[UserInfo, str], tuple[list[Mapping[str, Any]], list[str]]]
+"""Every rule granted to a user in a namespace, and the errors met resolving them."""
 
 
-AUTHORIZER_KEY = _authorizer_key()
+def all_rules(user: UserInfo, namespace: str) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """``AlwaysAllow``'s answer to ``RulesFor``: everything."""
+    return [
+        {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+        {"verbs": ["*"], "nonResourceURLs": ["*"]},
+    ], []
+
+
+AUTHORIZER_KEY: web.RequestKey[Authorizer] = web.RequestKey("authorizer", object)  # type: ignore[arg-type]
 """Where the authorization filter leaves the server's ``Authorizer`` for handlers (access reviews)."""
+RULES_KEY: web.RequestKey[RulesFor] = web.RequestKey("rules_for", object)  # type: ignore[arg-type]
+"""Where the authorization filter leaves the server's ``RulesFor`` (SelfSubjectRulesReview)."""

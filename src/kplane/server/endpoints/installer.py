@@ -26,6 +26,7 @@ from kplane.server.endpoints import (
     nonresource,
     podactions,
     requestinfo,
+    reviews,
     scale,
 )
 from kplane.server.endpoints.scope import Scope, protobuf_encodable
@@ -46,6 +47,8 @@ _MAIN: dict[str, Handler] = {
 _STATUS: dict[str, Handler] = {"get": crud.get, "update": crud.update, "patch": crud.patch}
 _SCALE: dict[str, Handler] = {"get": scale.get, "update": scale.write, "patch": scale.write}
 _BINDING: dict[str, Handler] = {"create": podactions.bind}
+_REVIEW: dict[str, Handler] = {"create": reviews.create}
+_REVIEW_GROUPS = frozenset({"authorization.k8s.io", "authentication.k8s.io"})
 _COMPONENTSTATUS: dict[str, Handler] = {"get": componentstatus.get, "list": componentstatus.list_}
 _POD_CONNECT: dict[str, Handler] = {"get": podactions.pod_connect, "create": podactions.pod_connect}
 _POD_PROXY: dict[str, Handler] = dict.fromkeys(
@@ -133,6 +136,10 @@ class APIHandler:
         table: dict[str, Handler] | None
         if not record.group and record.plural in ("bindings", "componentstatuses"):
             table = _BINDING if record.plural == "bindings" else _COMPONENTSTATUS
+            if sub:
+                raise errors.resource_not_found()
+        elif record.group in _REVIEW_GROUPS:
+            table = _REVIEW
             if sub:
                 raise errors.resource_not_found()
         elif not sub:

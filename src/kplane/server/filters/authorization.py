@@ -43,7 +43,10 @@ def _name_from_field_selector(selector: str) -> str:
     return ""
 
 
-def authorization(authorizer: authz.Authorizer) -> Filter:
+def authorization(authorizer: authz.Authorizer, rules_for: authz.RulesFor = authz.all_rules) -> Filter:
+    """Refuse what ``authorizer`` does not allow; leave it and ``rules_for`` on the request for
+    the review APIs."""
+
     async def authorize(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
         user = request[authn.USER_KEY]
         attributes = attributes_of(request, user)
@@ -51,6 +54,7 @@ def authorization(authorizer: authz.Authorizer) -> Filter:
         if not decision.allowed:
             raise authz.forbidden(attributes, decision.reason)
         request[authz.AUTHORIZER_KEY] = authorizer
+        request[authz.RULES_KEY] = rules_for
         return await handler(request)
 
     return authorize

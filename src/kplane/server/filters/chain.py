@@ -22,6 +22,7 @@ def filters(
     extra: Sequence[Filter] = (),
     *,
     authorizer: authz.Authorizer = authz.always_allow,
+    rules_for: authz.RulesFor = authz.all_rules,
     sink: metrics_mod.APIMetrics = metrics_mod.DEFAULT,
     clock: Clock | None = None,
 ) -> list[Filter]:
@@ -37,7 +38,7 @@ def filters(
         measure,
         authentication(authenticator),
         impersonation(authorizer),
-        authorization(authorizer),
+        authorization(authorizer, rules_for),
         *extra,
     ]
 
@@ -48,10 +49,13 @@ def build(
     *,
     extra: Sequence[Filter] = (),
     authorizer: authz.Authorizer = authz.always_allow,
+    rules_for: authz.RulesFor = authz.all_rules,
     sink: metrics_mod.APIMetrics = metrics_mod.DEFAULT,
     clock: Clock | None = None,
 ) -> Handler:
     """``handler`` wrapped in every filter, so a request passes them in list order."""
-    for f in reversed(filters(authenticator, extra, authorizer=authorizer, sink=sink, clock=clock)):
+    for f in reversed(
+        filters(authenticator, extra, authorizer=authorizer, rules_for=rules_for, sink=sink, clock=clock)
+    ):
         handler = functools.partial(f, handler=handler)
     return handler
