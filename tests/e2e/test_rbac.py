@@ -28,14 +28,25 @@ pytestmark = requires_kubectl
 
 def user_kubeconfig(server: Server, user: str, *groups: str) -> Path:
     out = server.data_dir / f"{user}.kubeconfig"
-    cmd = [sys.executable, "-m", "kplane.cli.main", "kubeconfig", "--user", user, "--data-dir", str(server.data_dir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kplane.cli.main",
+        "kubeconfig",
+        "--user",
+        user,
+        "--data-dir",
+        str(server.data_dir),
+    ]
     for g in groups:
         cmd += ["--group", g]
     subprocess.run([*cmd, "-o", str(out)], check=True, capture_output=True, text=True, timeout=60)
     return out
 
 
-def as_user(server: Server, kubeconfig: Path, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+def as_user(
+    server: Server, kubeconfig: Path, *args: str, check: bool = False
+) -> subprocess.CompletedProcess[str]:
     return server.kubectl(*args, check=check, env={"KUBECONFIG": str(kubeconfig)})
 
 
@@ -87,13 +98,18 @@ def test_get_clusterroles_lists_upstream_defaults(server: Server) -> None:
     assert "clusterrolebinding.rbac.authorization.k8s.io/cluster-admin" in bindings
     # aggregation filled view from system:aggregate-to-view (view has no rules of its own)
     view = yaml.safe_load(server.kubectl("get", "clusterrole", "view", "-o", "yaml").stdout)
-    assert {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]} in view["rules"]
+    assert {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]} in view[
+        "rules"
+    ]
 
 
 def test_namespaced_identity_can_do_exactly_what_its_role_grants(server: Server) -> None:
     ns, user = unique("rbac"), unique("dev")
     role_and_binding(
-        server, ns, user, [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create"]}]
+        server,
+        ns,
+        user,
+        [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create"]}],
     )
     kc = user_kubeconfig(server, user)
     assert as_user(server, kc, "create", "configmap", "c1", "-n", ns).returncode == 0
@@ -110,7 +126,7 @@ def test_namespaced_identity_can_do_exactly_what_its_role_grants(server: Server)
         f' "configmaps" in API group "" in the namespace "{ns}"'
     )
     res = as_user(server, kc, "get", "configmaps", "-n", "default")
-    assert f'in the namespace "default"' in res.stderr and res.returncode == 1
+    assert 'in the namespace "default"' in res.stderr and res.returncode == 1
     res = as_user(server, kc, "get", "namespaces")
     assert res.stderr.strip() == (
         f'Error from server (Forbidden): namespaces is forbidden: User "{user}" cannot list resource'
@@ -130,22 +146,32 @@ def test_binding_to_cluster_admin_without_holding_it_is_escalation(server: Serve
         server,
         ns,
         user,
-        [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings", "roles"], "verbs": ["create"]}],
+        [
+            {
+                "apiGroups": ["rbac.authorization.k8s.io"],
+                "resources": ["rolebindings", "roles"],
+                "verbs": ["create"],
+            }
+        ],
     )
     kc = user_kubeconfig(server, user)
-    res = as_user(server, kc, "create", "rolebinding", "grab", "--clusterrole=cluster-admin", f"--user={user}", "-n", ns)
+    res = as_user(
+        server, kc, "create", "rolebinding", "grab", "--clusterrole=cluster-admin", f"--user={user}", "-n", ns
+    )
     assert res.returncode == 1
     assert res.stderr.strip() == (
-        f'error: failed to create rolebinding: rolebindings.rbac.authorization.k8s.io "grab" is forbidden: user'
-        f' "{user}" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
+        "error: failed to create rolebinding: "
+        f'rolebindings.rbac.authorization.k8s.io "grab" is forbidden: user "{user}"'
+        ' (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
         '{APIGroups:["*"], Resources:["*"], Verbs:["*"]}\n'
         '{NonResourceURLs:["*"], Verbs:["*"]}'
     )
     res = as_user(server, kc, "create", "role", "reader", "--verb=get,list", "--resource=secrets", "-n", ns)
     assert res.returncode == 1
     assert res.stderr.strip() == (
-        f'error: failed to create role: roles.rbac.authorization.k8s.io "reader" is forbidden: user'
-        f' "{user}" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
+        'Error from server (Forbidden): roles.rbac.authorization.k8s.io "reader" is forbidden:'
+        f' user "{user}" (groups=["system:authenticated"])'
+        " is attempting to grant RBAC permissions not currently held:\n"
         '{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list"]}'
     )
     # with `bind` on the ClusterRole the same binding is allowed
@@ -166,7 +192,9 @@ def test_binding_to_cluster_admin_without_holding_it_is_escalation(server: Serve
         },
     )
     server.kubectl("create", "rolebinding", "binder", "--role=binder", f"--user={user}", "-n", ns)
-    res = as_user(server, kc, "create", "rolebinding", "viewers", "--clusterrole=view", "--group=devs", "-n", ns)
+    res = as_user(
+        server, kc, "create", "rolebinding", "viewers", "--clusterrole=view", "--group=devs", "-n", ns
+    )
     assert res.returncode == 0, res.stderr
 
 
@@ -184,21 +212,32 @@ def test_impersonation_needs_the_impersonate_verb(server: Server) -> None:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": f"{user}-imp"},
-            "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["bob"]}],
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["users"],
+                    "verbs": ["impersonate"],
+                    "resourceNames": ["bob"],
+                }
+            ],
         },
     )
-    server.kubectl("create", "clusterrolebinding", f"{user}-imp", f"--clusterrole={user}-imp", f"--user={user}")
+    server.kubectl(
+        "create", "clusterrolebinding", f"{user}-imp", f"--clusterrole={user}-imp", f"--user={user}"
+    )
     res = as_user(server, kc, "auth", "whoami", "--as", "bob", check=True)
     assert "Username    bob" in res.stdout
-    res = as_user(server, kc, "auth", "whoami", "--as", "bob", "--as-group", "admins")
+    res = as_user(server, kc, "get", "pods", "--as", "bob", "--as-group", "admins")
     assert res.stderr.strip() == (
-        f'Error from server (Forbidden): groups "admins" is forbidden: User "{user}" cannot impersonate resource'
+        'Error from server (Forbidden): groups "admins" is forbidden:'
+        f' User "{user}" cannot impersonate resource'
         ' "groups" in API group "" at the cluster scope'
     )
     # the admin (system:masters) may impersonate anyone, and then is that user
     res = server.kubectl("get", "pods", "--as", "nobody", "--as-group", "nogroup", check=False)
     assert res.stderr.strip() == (
-        'Error from server (Forbidden): pods is forbidden: User "nobody" cannot list resource "pods" in API group ""'
+        'Error from server (Forbidden): pods is forbidden: User "nobody" cannot list resource "pods"'
+        ' in API group ""'
         ' in the namespace "default"'
     )
 
