@@ -11,12 +11,14 @@ introduced (two-variable comprehensions) for expressions that were already store
 ``compile(source, variables)`` type-checks against the declared variable types and returns a
 ``Program`` or raises ``CompileError`` whose text is cel-go's display format
 (``ERROR: <input>:1:5: undefined field 'x'`` plus the source line and a caret line).
-``Program.eval(data)`` returns a plain Python value or raises ``EvalError`` with cel-go's wording
-for the common failures (``no such key: x``, ``division by zero``, ``no such overload``).
+``Program.eval(data)`` returns a plain Python value (lists, dicts, scalars, messages) or raises
+``EvalError`` with cel-go's wording for the common failures (``no such key: x``, ``division by
+zero``, ``no such overload``).
 Environments are cached per variable signature; building one costs ~10 µs.
 
-Differences from cel-go v0.22 (documented in ARCHITECTURE.md): no cross-type numeric comparison
-(``1 < 2.0`` does not compile), heterogeneous list literals compile, no cost tracking.
+Differences from cel-go v0.22 (documented in ARCHITECTURE.md): an expression whose only type
+errors are cross-type numeric comparisons (``1 < 2.0``, which cel-go accepts with Kubernetes'
+options) runs unchecked with a dyn result; heterogeneous list literals compile; no cost tracking.
 """
 
 from __future__ import annotations
@@ -66,6 +68,22 @@ def _clean(message: str) -> str:
     return _NOT_IN_STRUCT.sub(r"\1", text)
 
 
+_CROSS = re.compile(
+    r"^ERROR: [^\n]*: found no matching overload for '_(?:<|<=|>|>=)_' applied to "
+    r"'\((int|uint|double), (int|uint|double)\)'$"
+)
+
+
+def _only_cross_numeric(message: str) -> bool:
+    """True if every issue is an ordering of two different numeric types (``1 < 2.0``)."""
+    issues = [block.split("\n", 1)[0] for block in ("\n" + message).split("\nERROR: ")[1:]]
+    for issue in issues:
+        m = _CROSS.match("ERROR: " + issue)
+        if m is None or m.group(1) == m.group(2):
+            return False
+    return bool(issues)
+
+
 _RUNTIME = (
     (re.compile(r'Key not found in map : "?(.*?)"?$'), r"no such key: \1"),
     (re.compile(r"^divide by zero$"), "division by zero"),
@@ -88,10 +106,10 @@ class Program:
 
     __slots__ = ("_expr", "result_type", "source")
 
-    def __init__(self, expr: Any, source: str) -> None:
+    def __init__(self, expr: Any, source: str, result_type: str | None = None) -> None:
         self._expr = expr
         self.source = source
-        self.result_type: str = str(expr.return_type().name()).lower()
+        self.result_type: str = result_type or str(expr.return_type().name()).lower()
 
     def eval(self, data: Mapping[str, Any]) -> Any:
         try:
@@ -100,7 +118,7 @@ class Program:
             raise EvalError(runtime_message(str(exc))) from None
         if value.type() == _ERROR:
             raise EvalError(runtime_message(str(value.value())))
-        return value.value()
+        return value.plain_value()
 
 
 class Environment:
@@ -109,16 +127,24 @@ class Environment:
     def __init__(self, *, stored: bool = False) -> None:
         self.stored = stored
         self._envs: dict[tuple[Any, ...], Any] = {}
+        self._pool: Any = None
+        self._pool_envs: dict[tuple[Any, ...], Any] = {}
         self._lock = threading.Lock()
         self._functions = _functions()
 
     def _env(self, variables: Mapping[str, Any], pool: Any = None) -> Any:
-        key = (id(pool), *sorted((k, str(v.name())) for k, v in variables.items()))
-        env = self._envs.get(key)
+        key = (*sorted((k, str(v.name())) for k, v in variables.items()),)
+        envs = self._envs
+        if pool is not None:  # environments over a caller's pool are kept for the latest pool only
+            if self._pool is not pool:
+                with self._lock:
+                    self._pool, self._pool_envs = pool, {}
+            envs = self._pool_envs
+        env = envs.get(key)
         if env is None:
             with self._lock:
-                if len(self._envs) > 256:
-                    self._envs.clear()
+                if len(envs) > 256:
+                    envs.clear()
                 env = cel.NewEnv(
                     descriptor_pool=types.POOL if pool is None else pool,
                     config=_STORED if self.stored else _NEW,
@@ -126,18 +152,24 @@ class Environment:
                     extensions=[ext_optional.ExtOptional()],
                     functions=self._functions,
                 )
-                if pool is None:  # environments over a caller's pool live only as long as the call
-                    self._envs[key] = env
+                envs[key] = env
         return env
 
     def compile(self, source: str, variables: Mapping[str, Any], *, pool: Any = None) -> Program:
         """Parse and type-check ``source``; raises ``CompileError``. ``pool`` is a protobuf
         descriptor pool declaring the message types named in ``variables`` (see ``schematypes``);
         such a program is for checking only, as values must then be messages."""
+        env = self._env(variables, pool)
         try:
-            expr = self._env(variables, pool).compile(source)
+            expr = env.compile(source)
         except Exception as exc:
-            raise CompileError(_clean(str(exc))) from None
+            message = _clean(str(exc))
+            if not _only_cross_numeric(message):
+                raise CompileError(message) from None
+            # cel-go (with Kubernetes' CrossTypeNumericComparisons) accepts these; cel-cpp's
+            # runtime compares across numeric types but its checker has no such overloads.
+            expr = env.compile(source, disable_check=True)
+            return Program(expr, source, result_type="dyn")
         return Program(expr, source)
 
 

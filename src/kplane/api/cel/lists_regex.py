@@ -28,7 +28,10 @@ _ORDERED: dict[str, Any] = {
     "duration": T.DURATION,
     "timestamp": T.TIMESTAMP,
 }
-_ZERO = ("int", "uint", "double", "duration")
+_ZERO = ("int", "uint", "double")
+# The engine takes no duration or timestamp back from a Python function declared dyn, so min, max
+# and sum of such lists are not offered (upstream has them).
+_TIMES = ("duration", "timestamp")
 
 
 def _is_sorted(items: Sequence[Any]) -> bool:
@@ -97,8 +100,9 @@ def list_functions(extra: Sequence[tuple[str, str, Any, list[Any], Any]] = ()) -
     for name, elem in _ORDERED.items():
         lst = T.List(elem)
         table["isSorted"].append((f"list_{name}_is_sorted", T.BOOL, [lst], _is_sorted))
-        table["min"].append((f"list_{name}_min", elem, [lst], _extreme("min", min)))
-        table["max"].append((f"list_{name}_max", elem, [lst], _extreme("max", max)))
+        if name not in _TIMES:
+            table["min"].append((f"list_{name}_min", elem, [lst], _extreme("min", min)))
+            table["max"].append((f"list_{name}_max", elem, [lst], _extreme("max", max)))
         table["indexOf"].append((f"list_{name}_index_of", T.INT, [lst, elem], _index_of))
         table["lastIndexOf"].append((f"list_{name}_last_index_of", T.INT, [lst, elem], _last_index_of))
         if name in _ZERO:

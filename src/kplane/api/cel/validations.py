@@ -18,6 +18,7 @@ naming ``oldSelf``) run only where an old value correlates: object properties, m
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from kplane.api import errors
 from kplane.api.cel import engine, schematypes
 
 T = cel.Type
+log = logging.getLogger("kplane.api.cel")
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _REASONS = {
     "FieldValueInvalid",
@@ -420,6 +422,7 @@ def _compile_pair(
                 raise
             # A schema shape this module's message encoding cannot express: check with dyn
             # rather than refuse a rule upstream would accept.
+            log.debug("CEL rule checked as dyn (%s): %s", source, exc)
             typed = None
         runnable = environment.compile(source, variables)
     except engine.CompileError as exc:

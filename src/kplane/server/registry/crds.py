@@ -15,10 +15,11 @@ import contextlib
 import functools
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kplane._util.clock import Clock
-from kplane.api import cel, errors
+from kplane._util.lazy import lazy_module
+from kplane.api import errors
 from kplane.api.catalog import Catalog, PrinterColumn, ResourceRecord, ScaleSpec
 from kplane.api.gvk import GroupResource
 from kplane.server import storage
@@ -26,6 +27,11 @@ from kplane.server.registry import strategy
 from kplane.server.registry.fieldschema import WriteOptions
 from kplane.server.registry.objects import rfc3339
 from kplane.server.registry.store import DeleteOptions, Registry
+
+if TYPE_CHECKING:
+    from kplane.api import cel
+else:
+    cel = lazy_module("kplane.api.cel")  # the CEL engine loads with the first CRD write, not at start-up
 
 log = logging.getLogger("kplane.server.crds")
 Object = dict[str, Any]
