@@ -29,8 +29,13 @@ CONNECTIONS = 48
 
 # Where upstream answers 5xx too: a list or get at a resourceVersion the store has not reached
 # waits, then fails 504 Timeout "Too large resource version" (apiserver storage/cacher
-# watch_cache.go waitUntilFreshAndBlock; the reason is Timeout, retriable).
-UPSTREAM_5XX = {504: "Too large resource version"}
+# watch_cache.go waitUntilFreshAndBlock; the reason is Timeout, retriable). And a create whose
+# metadata.resourceVersion is a positive integer: 500 "resourceVersion should not be set on objects
+# to be created" (storage/etcd3 store.go Create, a plain error answered without a reason).
+UPSTREAM_5XX = {
+    504: ("Too large resource version",),
+    500: ("resourceVersion should not be set on objects to be created",),
+}
 
 
 def _free_port() -> int:
@@ -122,7 +127,9 @@ async def _run(port: int, requests: list[hostile.Request]) -> tuple[Counter[str]
                 continue
             codes[f"{req.kind} {status}"] += 1
             previous = f"{req.method} {req.path[:80]} {req.content_type} -> {status}"
-            if status >= 500 and UPSTREAM_5XX.get(status, "\x00") not in body.decode("utf-8", "replace"):
+            if status >= 500 and not any(
+                m in body.decode("utf-8", "replace") for m in UPSTREAM_5XX.get(status, ())
+            ):
                 bad.append(
                     f"{status} {req.kind} {req.method} {req.path[:100]} Accept={req.accept!r} "
                     f"{req.body[:200]!r}: {body[:300]!r}"

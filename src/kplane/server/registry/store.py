@@ -115,8 +115,7 @@ class Registry:
         strat = self.strategy_for(record)
         metatypes.check_metadata(obj, record.kind, record.version)
         meta = obj["metadata"]
-        if meta.get("resourceVersion"):
-            raise errors.BadRequest("resourceVersion should not be set on objects to be created")
+        rv_set = _positive_uint64(meta.get("resourceVersion"))
         if record.namespaced:
             meta["namespace"] = namespace
             await lifecycle.check_namespace_open(self.storage, namespace)
@@ -164,6 +163,12 @@ class Registry:
             raise errors.invalid_object(record.kind, record.group, str(meta.get("name") or ""), errs)
         if opts.dry_run:
             return obj
+        if rv_set:
+            # storage/etcd3 store.go Create refuses it with a plain error, which the handler
+            # answers as a 500 without a reason (ErrorToAPIStatus); a dry run never gets there
+            raise errors.APIError(
+                "resourceVersion should not be set on objects to be created", code=500, reason=""
+            )
         for attempt in range(MAX_GENERATE_ATTEMPTS if generate else 1):
             if attempt:
                 meta["name"] = objectmeta.generate_name(str(meta["generateName"]))
@@ -460,6 +465,12 @@ def _add_finalizers(meta: Object, added: tuple[str, ...]) -> None:
     missing = [f for f in added if f not in present]
     if missing:
         meta["finalizers"] = present + missing
+
+
+def _positive_uint64(value: object) -> bool:
+    """Whether ``value`` is a resourceVersion upstream's versioner parses as non-zero (other strings,
+    "0" and "-1" included, are ignored on create and replaced by the store's)."""
+    return isinstance(value, str) and value.isascii() and value.isdigit() and 0 < int(value) < 2**64
 
 
 def _check_delete_preconditions(record: ResourceRecord, meta: Object, opts: DeleteOptions) -> None:
