@@ -36,6 +36,18 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--token-file", type=Path, default=None, help='static token file: token,user,uid,"g1,g2"')
     p.add_argument(
+        "--service-account-issuer",
+        default="https://kubernetes.default.svc.cluster.local",
+        help="iss of issued ServiceAccount tokens and their default audience"
+        " (default https://kubernetes.default.svc.cluster.local)",
+    )
+    p.add_argument(
+        "--service-account-max-token-expiration",
+        type=_duration,
+        default=None,
+        help="longest TokenRequest allowed, e.g. 24h (default: no limit)",
+    )
+    p.add_argument(
         "--encryption-provider-config",
         type=Path,
         default=None,
@@ -80,6 +92,17 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _duration(text: str) -> int:
+    """Whole seconds of a Go duration (``90m``, ``24h``, ``3600s``)."""
+    import re
+
+    units = {"h": 3600, "m": 60, "s": 1}
+    parts = re.findall(r"(\d+)([hms])", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 24h, 90m, 3600s)")
+    return sum(int(n) * units[u] for n, u in parts)
+
+
 def _start_failure(err: Exception, data_dir: Path) -> str:
     """What failed at start-up, in one line: the address, a file, or the store."""
     from kplane.api import errors
@@ -115,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
         insecure_port=args.insecure_port,
         token_file=args.token_file,
         encryption_provider_config=args.encryption_provider_config,
+        service_account_issuer=args.service_account_issuer,
+        service_account_max_token_expiration=args.service_account_max_token_expiration,
         history_window=args.history_window,
         watch_bookmark_interval=args.watch_bookmark_interval,
         schema_validation=not args.no_schema_validation,

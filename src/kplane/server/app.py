@@ -22,8 +22,8 @@ from kplane._util.clock import Clock, RealClock
 from kplane.api.builtin import builtin_catalog
 from kplane.api.catalog import Catalog
 from kplane.server import connections, storage
-from kplane.server.auth import authn, authz, certs, kubeconfig, rbac, rbac_escalation
-from kplane.server.endpoints import health, installer, metrics, nonresource
+from kplane.server.auth import authn, authz, certs, jwt, kubeconfig, rbac, rbac_escalation, serviceaccounts
+from kplane.server.endpoints import health, installer, metrics, nonresource, oidc
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
 from kplane.server.filters.types import Filter
@@ -31,6 +31,7 @@ from kplane.server.registry import apibootstrap, apistrategies, bootstrap, rbacp
 from kplane.server.registry.crds import CRDController
 from kplane.server.registry.namespaces import NamespaceLifecycle
 from kplane.server.registry.store import Registry
+from kplane.server.registry.tokensecrets import TokenSecrets
 from kplane.server.storage.cacher import CachedStorage
 from kplane.server.storage.instrumented import InstrumentedStorage
 
@@ -57,6 +58,10 @@ class ServerConfig:
     storage: Literal["sqlite", "memory"] = "sqlite"
     insecure_port: int | None = None
     token_file: Path | None = None
+    service_account_issuer: str = serviceaccounts.DEFAULT_ISSUER
+    """``iss`` of the ServiceAccount tokens issued, and the API audience they default to."""
+    service_account_max_token_expiration: int | None = None
+    """Seconds a TokenRequest may ask at most (longer requests are shortened, with a warning)."""
     encryption_provider_config: Path | None = None
     """Upstream's EncryptionConfiguration: which resources are encrypted at rest, with which keys."""
     watch_bookmark_interval: float = 60.0
@@ -84,6 +89,7 @@ class APIServer:
         self.storage: CachedStorage | None = None
         self.registry: Registry | None = None
         self.pki: certs.PKI | None = None
+        self.service_accounts: serviceaccounts.Tokens | None = None
         self.url = ""
         self.insecure_url = ""
         self.port = 0
@@ -93,6 +99,7 @@ class APIServer:
         self._aggregator: rbacpolicy.Aggregator | None = None
         self._unlisten_rbac: Any = None
         self.rbac = rbac.RBACIndex()
+        self._token_secrets: TokenSecrets | None = None
         self._ready = False
         self._stopping = False
         self._hooks: set[str] = set()
@@ -112,11 +119,14 @@ class APIServer:
         hosts = list(certs.DEFAULT_HOSTS)
         if cfg.host not in hosts and cfg.host not in ("0.0.0.0", "::"):
             hosts.append(cfg.host)
+
         # The PKI (on a first start: importing cryptography, generating keys, fsyncing files) is
         # prepared in a thread while storage opens and the cache loads.
-        pki_ready = asyncio.ensure_future(
-            asyncio.to_thread(certs.ensure_pki, cfg.data_dir, hosts=hosts, clock=cfg.clock)
-        )
+        def prepare_keys() -> tuple[certs.PKI, jwt.SigningKey]:
+            pki = certs.ensure_pki(cfg.data_dir, hosts=hosts, clock=cfg.clock)
+            return pki, jwt.ensure_key(pki.ca_cert_file.parent)
+
+        pki_ready = asyncio.ensure_future(asyncio.to_thread(prepare_keys))
         backend: Any
         if cfg.storage == "memory":
             from kplane.server.storage.memory import MemoryStorage
@@ -158,10 +168,18 @@ class APIServer:
         await self._crd_apiservices.reconcile()
         self._hooks.update(("priority-and-fairness-config-producer", "apiservice-registration-controller"))
 
-        self.pki = await pki_ready
+        self.pki, sa_key = await pki_ready
+        self.service_accounts = serviceaccounts.Tokens(
+            sa_key, clock=cfg.clock, issuer=cfg.service_account_issuer, lookup=self.storage.peek
+        )
+        tokens = self.service_accounts
+        self._token_secrets = TokenSecrets(self.registry, tokens.legacy, self.pki.ca_pem())
         authenticator = authn.Authenticator.from_pki(self.pki, token_file=cfg.token_file)
+        authenticator.bearer = tokens
 
         nonres = nonresource.NonResource(self.catalog, health=self._health(timed), metrics=metrics.DEFAULT)
+        if oidc.servable(cfg.service_account_issuer):
+            nonres.issuer_discovery = oidc.Discovery(cfg.service_account_issuer, sa_key)
         handler = installer.APIHandler(
             catalog=self.catalog,
             registry=self.registry,
@@ -169,6 +187,8 @@ class APIServer:
             clock=cfg.clock,
             nonresource=nonres,
             watch_bookmark_interval=cfg.watch_bookmark_interval,
+            service_accounts=tokens,
+            max_token_seconds=cfg.service_account_max_token_expiration,
         )
         # aiohttp's low-level server: routing is ours (RequestInfo + catalog), so the Application
         # router and middleware machinery would only add per-request cost.
@@ -296,6 +316,8 @@ class APIServer:
             await self._namespaces.close()
         if self._crds is not None:
             await self._crds.close()
+        if self._token_secrets is not None:
+            await self._token_secrets.close()
         if self._crd_apiservices is not None:
             await self._crd_apiservices.close()
         if self._aggregator is not None:

@@ -139,7 +139,7 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
     ),
     _r("", "v1", "resourcequotas", "ResourceQuota", short=("quota",), status=True),
     _r("", "v1", "secrets", "Secret"),
-    _r("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",), returns_object=True),
+    _r("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",), returns_object=True, extra=("token",)),
     _r(
         "",
         "v1",

@@ -7,7 +7,8 @@ token; the first that identifies the caller wins):
   ``certs.PKI.ssl_server_context``): the subject's common name is the user name, each organization
   a group;
 * ``Authorization: Bearer <token>``, looked up in a ``TokenTable``: the admin token from the PKI,
-  plus any users from a static token file in upstream's CSV format (``token,user,uid,"g1,g2"``).
+  plus any users from a static token file in upstream's CSV format (``token,user,uid,"g1,g2"``);
+  else, a JWT, given to the ``BearerAuthenticator`` for ServiceAccount tokens (``serviceaccounts``).
 
 Every authenticated user also belongs to ``system:authenticated``. A request with neither is
 anonymous; the HTTP layer lets anonymous requests reach only ``ANONYMOUS_PATHS`` and answers 401
@@ -70,6 +71,14 @@ class RequestAuthenticator(Protocol):
         ...
 
 
+class BearerAuthenticator(Protocol):
+    """A source of bearer-token users besides the static table (ServiceAccount JWTs)."""
+
+    def authenticate(self, token: str) -> UserInfo | None:
+        """The user behind ``token``, or None. Must not block or do I/O."""
+        ...
+
+
 class InvalidTokenFile(ValueError):
     """A static token file that cannot be parsed; the message names the file and line."""
 
@@ -113,8 +122,9 @@ class Authenticator:
     behaviour checks whether an ``Authorization`` header was sent.
     """
 
-    def __init__(self, tokens: TokenTable) -> None:
+    def __init__(self, tokens: TokenTable, bearer: BearerAuthenticator | None = None) -> None:
         self._tokens = tokens
+        self.bearer = bearer
 
     @classmethod
     def from_pki(cls, pki: certs.PKI, *, token_file: Path | None = None) -> Authenticator:
@@ -131,6 +141,8 @@ class Authenticator:
         if user is None and authorization:
             token = bearer_token(authorization)
             user = self._tokens.lookup(token) if token else None
+            if user is None and token and self.bearer is not None and token.count(".") == 2:
+                user = self.bearer.authenticate(token)
         return None if user is None else with_group(user, AUTHENTICATED_GROUP)
 
 

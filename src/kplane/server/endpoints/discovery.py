@@ -183,6 +183,8 @@ def subresources(record: catalog_mod.ResourceRecord) -> list[Subresource]:
                 subs.append(Subresource(name, g, v, "Binding", ("create",)))
             case "eviction":
                 subs.append(Subresource(name, "policy", "v1", "Eviction", ("create",)))
+            case "token":
+                subs.append(Subresource(name, "authentication.k8s.io", "v1", "TokenRequest", ("create",)))
             case "finalize":
                 subs.append(Subresource(name, g, v, record.kind, ("update",)))
             case "approval" | "ephemeralcontainers":

@@ -7,6 +7,7 @@ scope mismatches answer Kubernetes ``Status`` errors (404/405), never an HTML pa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from kplane._util.clock import Clock
 from kplane.api import errors
 from kplane.api.catalog import Catalog, ResourceRecord
 from kplane.server import storage
+from kplane.server.auth import serviceaccounts
 from kplane.server.endpoints import (
     componentstatus,
     crud,
@@ -28,6 +30,7 @@ from kplane.server.endpoints import (
     requestinfo,
     reviews,
     scale,
+    tokenrequest,
 )
 from kplane.server.endpoints.scope import Scope, protobuf_encodable
 from kplane.server.registry.store import Registry
@@ -87,6 +90,8 @@ class APIHandler:
     clock: Clock
     nonresource: nonresource.NonResource
     watch_bookmark_interval: float = 60.0
+    service_accounts: serviceaccounts.Tokens | None = None
+    max_token_seconds: int | None = None
     protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
     _method_not_allowed: errors.MethodNotAllowed = field(default_factory=errors.method_not_allowed)
     _json_lists: encoded.JsonLists = field(default_factory=encoded.JsonLists)
@@ -152,6 +157,14 @@ class APIHandler:
             table = _SCALE
         elif sub == "approval" and record.kind == "CertificateSigningRequest":
             table = _STATUS
+        elif sub == "token" and not record.group and record.plural == "serviceaccounts":
+            if self.service_accounts is None:
+                raise errors.resource_not_found()
+            table = {
+                "create": functools.partial(
+                    tokenrequest.create, tokens=self.service_accounts, max_seconds=self.max_token_seconds
+                )
+            }
         else:
             table = None if record.group else _CORE_SUBRESOURCES.get((record.plural, sub))
             if table is None:

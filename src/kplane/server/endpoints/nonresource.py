@@ -14,7 +14,7 @@ from aiohttp import web
 
 from kplane.api import errors
 from kplane.api.catalog import Catalog
-from kplane.server.endpoints import discovery, openapi, openapi_v2
+from kplane.server.endpoints import discovery, oidc, openapi, openapi_v2
 from kplane.server.endpoints import metrics as metrics_mod
 from kplane.server.endpoints.health import Health, NamedCheck
 from kplane.server.endpoints.metrics import APIMetrics
@@ -33,6 +33,7 @@ class NonResource:
     server_address: str = "127.0.0.1:6443"
     health: Health = field(default_factory=lambda: Health([NamedCheck("ping", _ok)]))
     metrics: APIMetrics | None = None
+    issuer_discovery: oidc.Discovery | None = None
 
     async def serve(self, request: web.BaseRequest, info: RequestInfo) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
@@ -45,6 +46,11 @@ class NonResource:
                 body=self.metrics.render(), headers={"Content-Type": metrics_mod.CONTENT_TYPE}
             )
         parts = info.parts
+        if self.issuer_discovery is not None:
+            if request.path == "/.well-known/openid-configuration":
+                return self.issuer_discovery.configuration(self.server_address)
+            if parts == oidc.JWKS_PATH:
+                return self.issuer_discovery.jwks()
         if parts and parts[0] == "openapi":
             return self._openapi(request, parts)
         version = None

@@ -198,6 +198,12 @@ class CachedStorage:
     def current_revision(self) -> int:
         return self._rev
 
+    def peek(self, key: str) -> interface.Object | None:
+        """The cached object at ``key`` or None, synchronously (shared: treat as read-only). For
+        per-request checks that must not wait, such as a token's ServiceAccount still existing."""
+        bucket = self._buckets.get(resource_prefix(key))
+        return bucket.objects.get(key) if bucket is not None else None
+
     async def get(self, key: str) -> interface.Object:
         self._check_ready()
         bucket = self._buckets.get(resource_prefix(key))
