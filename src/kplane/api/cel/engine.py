@@ -3,7 +3,8 @@ and webhook ``matchConditions``.
 
 ``Environment(stored=...)`` is Kubernetes 1.32's base environment (apiserver pkg/cel/environment)
 on cel-expr-python (Google's cel-cpp): the standard library, optionals, ``ext.Sets``, the strings
-extension at v2 (``strings``), and Kubernetes' Lists, Regex, URL, Quantity, IP and CIDR libraries.
+extension at v2 (``strings``), and Kubernetes' Lists, Regex, URL, Quantity, IP, CIDR and
+authorizer (``authz``) libraries.
 ``stored=False`` is the *NewExpressions* set (libraries introduced up to 1.31, the compatibility
 version of a 1.32 server) used for expressions being written; ``stored=True`` adds what 1.32
 introduced (two-variable comprehensions) for expressions that were already stored.
@@ -31,7 +32,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional
 
-from kplane.api.cel import lists_regex, network, quantity, strings, types
+from kplane.api.cel import authz, lists_regex, network, quantity, strings, types
 
 T = cel.Type
 _ERROR = T.ERROR
@@ -57,6 +58,7 @@ def _functions() -> list[Any]:
         *strings.string_functions(),
         *quantity.quantity_functions(),
         *network.network_functions(),
+        *authz.authz_functions(),
     ]
 
 

@@ -21,12 +21,19 @@ _OPTIONAL = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
 POOL = descriptor_pool.DescriptorPool()
 
 
-def _message_type(package: str, name: str) -> Any:
+_INT64 = descriptor_pb2.FieldDescriptorProto.TYPE_INT64
+_BOOL = descriptor_pb2.FieldDescriptorProto.TYPE_BOOL
+
+
+def _message_type(
+    package: str, name: str, fields: tuple[tuple[str, int], ...] = (("value", _STRING),)
+) -> Any:
     proto = descriptor_pb2.FileDescriptorProto(
         name=f"kplane/cel/{package}_{name}.proto", package=package, syntax="proto3"
     )
     msg = proto.message_type.add(name=name)
-    msg.field.add(name="value", number=1, type=_STRING, label=_OPTIONAL)
+    for number, (field, kind) in enumerate(fields, start=1):
+        msg.field.add(name=field, number=number, type=kind, label=_OPTIONAL)
     POOL.Add(proto)
     return message_factory.GetMessageClass(POOL.FindMessageTypeByName(f"{package}.{name}"))
 
@@ -35,9 +42,32 @@ Quantity = _message_type("kubernetes", "Quantity")
 URL = _message_type("kubernetes", "URL")
 IP = _message_type("net", "IP")
 CIDR = _message_type("net", "CIDR")
+# The authorizer library's values: ``ref`` names the request's authorizer (``authz``).
+_CHECK = (
+    ("ref", _INT64),
+    ("path", _STRING),
+    ("group", _STRING),
+    ("resource", _STRING),
+    ("subresource", _STRING),
+    ("namespace", _STRING),
+    ("name", _STRING),
+    ("user", _STRING),
+)
+Authorizer = _message_type("kubernetes.authorization", "Authorizer", (("ref", _INT64), ("user", _STRING)))
+PathCheck = _message_type("kubernetes.authorization", "PathCheck", _CHECK)
+GroupCheck = _message_type("kubernetes.authorization", "GroupCheck", _CHECK)
+ResourceCheck = _message_type("kubernetes.authorization", "ResourceCheck", _CHECK)
+Decision = _message_type(
+    "kubernetes.authorization", "Decision", (("allowed", _BOOL), ("reason", _STRING), ("error", _STRING))
+)
 
 T = cel.Type
 QUANTITY = T("kubernetes.Quantity")
 URL_T = T("kubernetes.URL")
 IP_T = T("net.IP")
 CIDR_T = T("net.CIDR")
+AUTHORIZER_T = T("kubernetes.authorization.Authorizer")
+PATH_CHECK_T = T("kubernetes.authorization.PathCheck")
+GROUP_CHECK_T = T("kubernetes.authorization.GroupCheck")
+RESOURCE_CHECK_T = T("kubernetes.authorization.ResourceCheck")
+DECISION_T = T("kubernetes.authorization.Decision")
