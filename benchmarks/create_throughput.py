@@ -15,6 +15,12 @@ as little of the shared CPU as aiohttp allows. ``--processes`` splits the client
 processes when one client process cannot keep up; ``client_cpu_s`` in the output tells whether it
 was close to saturating a core. ``--server-pid`` adds the server's CPU use over the load phase (read
 from /proc, so only for a server on this machine).
+
+``--writer-kubeconfig`` (with ``--writer-user``) runs the load and the sequential phase as a
+non-admin identity: the admin ``--kubeconfig`` creates the namespace, a Role allowing
+create/get/list on ConfigMaps there and a RoleBinding to ``--writer-user``, so every request goes
+through RBAC's rule evaluation rather than the ``system:masters`` shortcut. Compare with a server
+run with ``--authorization-mode AlwaysAllow`` to see what authorization costs.
 """
 
 from __future__ import annotations
@@ -179,12 +185,28 @@ async def _sequential(target: _client.Target, namespace: str, prefix: str, sampl
     return {"create_latency": _client.quantiles_ms(create), "get_latency": _client.quantiles_ms(get)}
 
 
-async def _setup(target: _client.Target, namespace: str, *, delete: bool) -> None:
+_ROLE = (
+    b'{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"bench-writer"},'
+    b'"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["create","get","list"]}]}'
+)
+_BINDING = (
+    b'{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"bench-writer"},'
+    b'"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"bench-writer"},'
+    b'"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"%s"}]}'
+)
+
+
+async def _setup(target: _client.Target, namespace: str, *, delete: bool, writer_user: str = "") -> None:
     async with _client.session(target) as http:
         if delete:
             await _client.delete_namespace(http, target.server, namespace)
-        else:
-            await _client.ensure_namespace(http, target.server, namespace)
+            return
+        await _client.ensure_namespace(http, target.server, namespace)
+        if writer_user:
+            base = f"{target.server}/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
+            await _client.request(http, "POST", f"{base}/roles", body=_ROLE, ok=(201, 409))
+            binding = _BINDING % writer_user.encode()
+            await _client.request(http, "POST", f"{base}/rolebindings", body=binding, ok=(201, 409))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace", default=None, help="default: a fresh bench-create-XXXXXX")
     parser.add_argument("--keep", action="store_true", help="do not delete the namespace afterwards")
     parser.add_argument("--server-pid", type=int, default=None, help="report this process's CPU use")
+    parser.add_argument("--writer-kubeconfig", default=None, help="run the load as this (non-admin) identity")
+    parser.add_argument(
+        "--writer-user", default="", help="the user name of --writer-kubeconfig (for its RoleBinding)"
+    )
     parser.add_argument(
         "--client",
         choices=("raw", "aiohttp"),
@@ -208,10 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    target = _client.load_kubeconfig(args.kubeconfig, context=args.context, auth=args.auth)
+    admin = _client.load_kubeconfig(args.kubeconfig, context=args.context, auth=args.auth)
     namespace = args.namespace or f"bench-create-{uuid.uuid4().hex[:6]}"
     prefix = f"cm-{uuid.uuid4().hex[:6]}"
-    _client.run(_setup(target, namespace, delete=False))
+    if args.writer_kubeconfig and not args.writer_user:
+        parser.error("--writer-kubeconfig needs --writer-user")
+    _client.run(_setup(admin, namespace, delete=False, writer_user=args.writer_user))
+    if args.writer_kubeconfig:
+        args.kubeconfig, args.context = args.writer_kubeconfig, None
+    target = _client.load_kubeconfig(args.kubeconfig, context=args.context, auth=args.auth)
 
     procs = max(1, min(args.processes, args.clients))
     start_at = time.time() + 1.0 + 0.5 * procs  # room for every process to connect first
@@ -271,12 +302,13 @@ def main(argv: list[str] | None = None) -> int:
     latencies = [x for r in results for x in r["latencies"]]
     seq = _client.run(_sequential(target, namespace, prefix, args.samples))
     if not args.keep:
-        _client.run(_setup(target, namespace, delete=True))
+        _client.run(_setup(admin, namespace, delete=True))
 
     out: dict[str, Any] = {
         "benchmark": "create_throughput",
         "server": target.server,
         "auth": target.auth,
+        "identity": args.writer_user or "admin",
         "clients": args.clients,
         "processes": procs,
         "client_model": f"{args.client}: each client one keep-alive TLS connection, one request in flight",

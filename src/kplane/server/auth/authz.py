@@ -67,30 +67,34 @@ class Authorizer(Protocol):
         ...
 
 
+_ALLOW = Decision(Verdict.ALLOW)
+_NO_OPINION = Decision(Verdict.NO_OPINION)
+
+
 def always_allow(attributes: Attributes) -> Decision:
     """``--authorization-mode AlwaysAllow``: everyone may do everything."""
-    return Decision(Verdict.ALLOW)
+    return _ALLOW
 
 
 def privileged(attributes: Attributes) -> Decision:
     """Upstream's privileged-group authorizer: ``system:masters`` may do everything."""
-    if PRIVILEGED_GROUP in attributes.user.groups:
-        return Decision(Verdict.ALLOW)
-    return Decision(Verdict.NO_OPINION)
+    return _ALLOW if PRIVILEGED_GROUP in attributes.user.groups else _NO_OPINION
 
 
 def chain(authorizers: Sequence[Authorizer]) -> Authorizer:
     """First ALLOW or DENY wins; reasons of abstaining authorizers are joined with ``\\n``."""
 
+    members = tuple(authorizers)
+
     def authorize(attributes: Attributes) -> Decision:
-        reasons: list[str] = []
-        for a in authorizers:
+        reasons = ""
+        for a in members:
             d = a(attributes)
             if d.verdict is not Verdict.NO_OPINION:
                 return d
             if d.reason:
-                reasons.append(d.reason)
-        return Decision(Verdict.NO_OPINION, "\n".join(reasons))
+                reasons = f"{reasons}\n{d.reason}" if reasons else d.reason
+        return Decision(Verdict.NO_OPINION, reasons)
 
     return authorize
 

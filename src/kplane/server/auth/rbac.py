@@ -35,7 +35,6 @@ class _Binding:
     name: str
     role_kind: str  # Role | ClusterRole
     role_name: str
-    subjects: tuple[tuple[str, str], ...]  # (kind, name-as-user) as written, for reasons
 
     def describe(self, subject: tuple[str, str]) -> str:
         where = f"{self.name}/{self.namespace}" if self.namespace else self.name
@@ -85,9 +84,12 @@ class RBACIndex:
     def __init__(self) -> None:
         self.roles: dict[tuple[str, str], tuple[Mapping[str, Any], ...]] = {}
         self.cluster_roles: dict[str, Object] = {}
+        self._compiled_roles: dict[tuple[str, str], tuple[rbac_rules.CompiledRule, ...]] = {}
+        self._compiled_cluster_roles: dict[str, tuple[rbac_rules.CompiledRule, ...]] = {}
         self._bindings: dict[tuple[str, str, str], _Binding] = {}
-        # (subject kind, subject name) -> binding keys, kept per scope ("" = cluster).
-        self._by_subject: dict[tuple[str, str, str], dict[tuple[str, str, str], tuple[str, str]]] = {}
+        # (scope, subject kind, subject name) -> {binding key: the allow reason naming that subject};
+        # scope "" holds ClusterRoleBindings, a namespace that namespace's RoleBindings.
+        self._by_subject: dict[tuple[str, str, str], dict[tuple[str, str, str], str]] = {}
         self._subjects_of: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
         self.generation = 0
         """Bumped on every change (for callers that memoise derived results)."""
@@ -105,13 +107,17 @@ class RBACIndex:
         if resource == "roles":
             if obj is None:
                 self.roles.pop((namespace, name), None)
+                self._compiled_roles.pop((namespace, name), None)
             else:
                 self.roles[(namespace, name)] = _rules(obj)
+                self._compiled_roles[(namespace, name)] = _compile(obj)
         elif resource == "clusterroles":
             if obj is None:
                 self.cluster_roles.pop(name, None)
+                self._compiled_cluster_roles.pop(name, None)
             else:
                 self.cluster_roles[name] = obj
+                self._compiled_cluster_roles[name] = _compile(obj)
         elif resource in ("rolebindings", "clusterrolebindings"):
             bkey = (resource, namespace, name)
             self._unindex(bkey)
@@ -132,19 +138,12 @@ class RBACIndex:
         ref = obj.get("roleRef")
         if not isinstance(ref, dict):
             return
-        binding = _Binding(
-            kind,
-            namespace,
-            bkey[2],
-            str(ref.get("kind") or ""),
-            str(ref.get("name") or ""),
-            (),
-        )
+        binding = _Binding(kind, namespace, bkey[2], str(ref.get("kind") or ""), str(ref.get("name") or ""))
         self._bindings[bkey] = binding
         keys = []
         for skind, sname, shown in _subject_keys(obj, namespace):
             skey = (namespace, skind, sname)
-            self._by_subject.setdefault(skey, {})[bkey] = shown
+            self._by_subject.setdefault(skey, {})[bkey] = binding.describe(shown)
             keys.append(skey)
         self._subjects_of[bkey] = keys
 
@@ -156,36 +155,45 @@ class RBACIndex:
 
     def _role_rules(self, binding: _Binding) -> tuple[tuple[Mapping[str, Any], ...] | None, str]:
         if binding.role_kind == "ClusterRole":
-            rules = self.cluster_role_rules(binding.role_name)
-            missing = f'clusterrole.{GROUP} "{binding.role_name}" not found'
-        elif binding.role_kind == "Role" and binding.namespace:
+            return self.cluster_role_rules(
+                binding.role_name
+            ), f'clusterrole.{GROUP} "{binding.role_name}" not found'
+        if binding.role_kind == "Role" and binding.namespace:
             rules = self.roles.get((binding.namespace, binding.role_name))
-            missing = f'role.{GROUP} "{binding.role_name}" not found'
-        else:
-            return None, f'unknown roleRef kind "{binding.role_kind}"'
-        return rules, missing
+            return rules, f'role.{GROUP} "{binding.role_name}" not found'
+        return None, f'unknown roleRef kind "{binding.role_kind}"'
 
-    def _matching(self, user: UserInfo, namespace: str) -> Iterator[tuple[_Binding, tuple[str, str]]]:
-        """Bindings that apply to ``user``: cluster ones, then those of ``namespace``."""
+    def _compiled(self, binding: _Binding) -> tuple[rbac_rules.CompiledRule, ...] | None:
+        if binding.role_kind == "ClusterRole":
+            return self._compiled_cluster_roles.get(binding.role_name)
+        if binding.role_kind == "Role" and binding.namespace:
+            return self._compiled_roles.get((binding.namespace, binding.role_name))
+        return None
+
+    def _matching(self, user: UserInfo, namespace: str) -> Iterator[tuple[_Binding, str]]:
+        """(binding, allow reason) for the bindings that apply to ``user``: cluster ones, then
+        those of ``namespace``; each once."""
         scopes = ("", namespace) if namespace else ("",)
         subjects = [("User", user.name), *(("Group", g) for g in user.groups)]
+        by_subject = self._by_subject
         for scope in scopes:
             seen: set[tuple[str, str, str]] = set()
             for skind, sname in subjects:
-                for bkey, shown in self._by_subject.get((scope, skind, sname), {}).items():
+                entries = by_subject.get((scope, skind, sname))
+                if not entries:
+                    continue
+                for bkey, reason in entries.items():
                     if bkey not in seen:
                         seen.add(bkey)
-                        yield self._bindings[bkey], shown
+                        yield self._bindings[bkey], reason
 
-    def visit(
-        self, user: UserInfo, namespace: str
-    ) -> Iterator[tuple[_Binding, tuple[str, str], tuple[Mapping[str, Any], ...]]]:
-        """(binding, subject, rules) for every binding of ``user``; errors are yielded as
-        bindings with empty rules and recorded by ``errors_for``."""
-        for binding, shown in self._matching(user, namespace):
-            rules, _ = self._role_rules(binding)
-            if rules is not None:
-                yield binding, shown, rules
+    def allow_reason(self, attributes: Attributes) -> str | None:
+        """The reason of the first binding whose role grants ``attributes``, or None."""
+        for binding, reason in self._matching(attributes.user, attributes.namespace):
+            for rule in self._compiled(binding) or ():
+                if rule.allows(attributes):
+                    return reason
+        return None
 
     def errors_for(self, user: UserInfo, namespace: str) -> list[str]:
         """Role-resolution errors of ``user``'s bindings (missing roles), in visit order."""
@@ -200,22 +208,51 @@ class RBACIndex:
         """Every rule granted to ``user`` in ``namespace`` (cluster-wide rules included) and the
         resolution errors (upstream's ``RulesFor``)."""
         rules: list[Mapping[str, Any]] = []
-        for _, _, granted in self.visit(user, namespace):
-            rules.extend(granted)
-        return rules, self.errors_for(user, namespace)
+        errs: list[str] = []
+        for binding, _ in self._matching(user, namespace):
+            granted, missing = self._role_rules(binding)
+            if granted is None:
+                errs.append(missing)
+            else:
+                rules.extend(granted)
+        return rules, errs
+
+
+def _compile(obj: Object) -> tuple[rbac_rules.CompiledRule, ...]:
+    return tuple(rbac_rules.CompiledRule(r) for r in _rules(obj))
+
+
+_MEMO_SIZE = 4096
 
 
 class RBACAuthorizer:
-    """``Authorizer`` over an ``RBACIndex``: ALLOW with upstream's reason, otherwise NO_OPINION."""
+    """``Authorizer`` over an ``RBACIndex``: ALLOW with upstream's reason, otherwise NO_OPINION.
+
+    Decisions are memoised per attributes (at most ``_MEMO_SIZE``, all dropped whenever the index
+    changes), so a client repeating a request (creates carry no name) is answered by one lookup.
+    """
 
     def __init__(self, index: RBACIndex) -> None:
         self.index = index
+        self._memo: dict[Attributes, Decision] = {}
+        self._memo_generation = -1
 
     def __call__(self, attributes: Attributes) -> Decision:
-        for binding, shown, rules in self.index.visit(attributes.user, attributes.namespace):
-            for rule in rules:
-                if rbac_rules.rule_allows(attributes, rule):
-                    return Decision(Verdict.ALLOW, binding.describe(shown))
+        if self._memo_generation != self.index.generation:
+            self._memo.clear()
+            self._memo_generation = self.index.generation
+        decision = self._memo.get(attributes)
+        if decision is None:
+            decision = self._decide(attributes)
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            self._memo[attributes] = decision
+        return decision
+
+    def _decide(self, attributes: Attributes) -> Decision:
+        reason = self.index.allow_reason(attributes)
+        if reason is not None:
+            return Decision(Verdict.ALLOW, reason)
         errs = self.index.errors_for(attributes.user, attributes.namespace)
         if not errs:
             return Decision(Verdict.NO_OPINION)

@@ -21,51 +21,46 @@ def _list(rule: Rule, key: str) -> Sequence[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else ()
 
 
-def verb_matches(rule: Rule, verb: str) -> bool:
-    return any(v in (_ALL, verb) for v in _list(rule, "verbs"))
+class CompiledRule:
+    """A rule prepared for matching: sets instead of lists, ``*`` noted once (built at index time,
+    so evaluating a request allocates nothing)."""
 
+    __slots__ = ("all_groups", "all_resources", "all_verbs", "groups", "names", "resources", "urls", "verbs")
 
-def group_matches(rule: Rule, group: str) -> bool:
-    return any(g in (_ALL, group) for g in _list(rule, "apiGroups"))
+    def __init__(self, rule: Rule) -> None:
+        verbs = frozenset(_list(rule, "verbs"))
+        groups = frozenset(_list(rule, "apiGroups"))
+        resources = frozenset(_list(rule, "resources"))
+        self.verbs, self.all_verbs = verbs, _ALL in verbs
+        self.groups, self.all_groups = groups, _ALL in groups
+        self.resources, self.all_resources = resources, _ALL in resources
+        self.names = frozenset(_list(rule, "resourceNames"))
+        self.urls = tuple(_list(rule, "nonResourceURLs"))
 
-
-def resource_matches(rule: Rule, combined: str, subresource: str) -> bool:
-    """``*``, the exact ``resource[/sub]``, or ``*/sub``."""
-    for r in _list(rule, "resources"):
-        if r in (_ALL, combined):
-            return True
-        if subresource and r == "*/" + subresource:
-            return True
-    return False
-
-
-def name_matches(rule: Rule, name: str) -> bool:
-    names = _list(rule, "resourceNames")
-    return not names or name in names
-
-
-def url_matches(rule: Rule, path: str) -> bool:
-    for url in _list(rule, "nonResourceURLs"):
-        if url in (_ALL, path):
-            return True
-        if url.endswith(_ALL) and path.startswith(url[:-1]):
-            return True
-    return False
+    def allows(self, attributes: Attributes) -> bool:
+        """Whether the rule grants ``attributes`` (upstream's ``RuleAllows``): verb, then group,
+        resource (``*``, ``resource[/sub]`` or ``*/sub``) and name, or the non-resource URL
+        (exact, ``*``, or a ``prefix*``)."""
+        if not (self.all_verbs or attributes.verb in self.verbs):
+            return False
+        if not attributes.resource_request:
+            path = attributes.path
+            return any(u in (_ALL, path) or (u.endswith(_ALL) and path.startswith(u[:-1])) for u in self.urls)
+        if not (self.all_groups or attributes.group in self.groups):
+            return False
+        if not self.all_resources:
+            sub = attributes.subresource
+            if sub:
+                if f"{attributes.resource}/{sub}" not in self.resources and "*/" + sub not in self.resources:
+                    return False
+            elif attributes.resource not in self.resources:
+                return False
+        return not self.names or attributes.name in self.names
 
 
 def rule_allows(attributes: Attributes, rule: Rule) -> bool:
     """Whether ``rule`` grants ``attributes`` (upstream's ``RuleAllows``)."""
-    if attributes.resource_request:
-        combined = attributes.resource
-        if attributes.subresource:
-            combined += "/" + attributes.subresource
-        return (
-            verb_matches(rule, attributes.verb)
-            and group_matches(rule, attributes.group)
-            and resource_matches(rule, combined, attributes.subresource)
-            and name_matches(rule, attributes.name)
-        )
-    return verb_matches(rule, attributes.verb) and url_matches(rule, attributes.path)
+    return CompiledRule(rule).allows(attributes)
 
 
 # -- coverage (escalation checks) -------------------------------------------------------------
