@@ -13,7 +13,8 @@ plain object with ``self`` as dyn. At the root and at embedded resources only ``
 ``kind``, ``metadata.name`` and ``metadata.generateName`` are visible. Transition rules (those
 naming ``oldSelf``) run only where an old value correlates: object properties, map values and
 ``list-type: map`` entries by key; with ``optionalOldSelf`` they run on create too, with
-``oldSelf`` an optional (``optional.none()`` on create).
+``oldSelf`` an optional (``optional.none()`` on create). Ratcheting as upstream's
+CRDValidationRatcheting: on update, rules without ``oldSelf`` skip values left unchanged.
 """
 
 from __future__ import annotations
@@ -136,8 +137,13 @@ class RuleTree:
         if self.convert is not None:
             visible = self.convert(visible)
             old_visible = self.convert(old_visible) if has_old else None
+        # CRDValidationRatcheting (on in 1.32): a rule without oldSelf is not run on a value that
+        # an update left as it was (correlated through the same paths as transition rules).
+        unchanged = has_old and value == old
         for rule in self.rules:
             if rule.transition and not has_old and not rule.optional_old:
+                continue
+            if unchanged and not rule.transition:
                 continue
             data = {"self": visible}
             if rule.transition:

@@ -146,3 +146,17 @@ def test_stored_rules_may_use_newer_libraries() -> None:
     assert len(errs) == 1 and "compilation failed" in errs[0].detail
     errs, tree = compile_rules(_schema(spec), ROOT, stored=frozenset({"self.all(k, v, v > 0)"}))
     assert errs == [] and tree is not None
+
+
+def test_ratcheting_skips_unchanged_values() -> None:
+    """CRDValidationRatcheting (1.30+, on in 1.32): a rule failing on a value the update did not
+    change is not reported; a changed value is checked."""
+    spec = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "integer", "x-kubernetes-validations": [{"rule": "self < 10"}]},
+            "b": {"type": "string"},
+        },
+    }
+    assert _errors(spec, {"a": 20, "b": "y"}, {"a": 20, "b": "x"}) == []
+    assert _errors(spec, {"a": 21}, {"a": 20}) == ['spec.a: Invalid value: "integer": failed rule: self < 10']
