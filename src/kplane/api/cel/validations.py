@@ -154,15 +154,22 @@ class RuleTree:
             try:
                 ok = rule.program.eval(data)
             except engine.EvalError as exc:
-                out.append(
-                    errors.invalid(
-                        target, self.type_name, f"{exc} evaluating rule: {rule.message or rule.source}"
-                    )
-                )
+                out.append(errors.invalid(target, self.type_name, _eval_failure(str(exc), rule)))
                 continue
             if ok is True:
                 continue
             out.append(_failure(rule, target, self.type_name, data))
+
+
+def _eval_failure(error: str, rule: Rule) -> str:
+    """apiextensions-apiserver schema/cel/validation.go's wording of an evaluation error."""
+    shown = rule.message or rule.source
+    if error.startswith("no such overload"):
+        return (
+            f"'{error}': call arguments did not match a supported operator, function or macro "
+            f"signature for rule: {shown}"
+        )
+    return f"{error} evaluating rule: {shown}"
 
 
 _MISSING = object()

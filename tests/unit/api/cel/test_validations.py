@@ -160,3 +160,16 @@ def test_ratcheting_skips_unchanged_values() -> None:
     }
     assert _errors(spec, {"a": 20, "b": "y"}, {"a": 20, "b": "x"}) == []
     assert _errors(spec, {"a": 21}, {"a": 20}) == ['spec.a: Invalid value: "integer": failed rule: self < 10']
+
+
+def test_no_such_overload_wording() -> None:
+    """schema/cel/validation.go words a dispatch failure at runtime (int-or-string is dyn)."""
+    spec = {
+        "type": "object",
+        "properties": {"v": {"x-kubernetes-int-or-string": True}},
+        "x-kubernetes-validations": [{"rule": "self.v + 1 > 0"}],
+    }
+    assert _errors(spec, {"v": "a"}) == [
+        "spec: Invalid value: \"object\": 'no such overload': call arguments did not match a supported "
+        "operator, function or macro signature for rule: self.v + 1 > 0"
+    ]
