@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.server.auth import authn, authz
-from kplane.server.endpoints import negotiation
+from kplane.server.endpoints import negotiation, patching
 from kplane.server.endpoints.scope import Scope
+
+if TYPE_CHECKING:
+    from kplane.api.schema import godecode
+else:
+    godecode = lazy_module("kplane.api.schema.godecode")  # loaded with the first review
 
 Object = dict[str, Any]
 _AUTHORIZATION = "authorization.k8s.io"
@@ -30,6 +36,12 @@ async def create(scope: Scope) -> web.StreamResponse:
     kind = scope.record.kind
     content_type = scope.request.headers.get("Content-Type")
     body = negotiation.decode_object(await scope.body(), content_type, kind=kind)
+    node = patching.schema_node(scope.record)
+    found = godecode.decode_error(node, kind, body) if node is not None else None
+    if found is not None:  # upstream decodes into the Go type first (handlers/rest.go)
+        raise errors.BadRequest(
+            f'{kind} in version "{scope.record.version}" cannot be handled as a {kind}: {found}'
+        )
     user: authn.UserInfo = scope.request[authn.USER_KEY]
     obj: Object = {
         "kind": kind,
@@ -93,7 +105,7 @@ def _access_review(scope: Scope, kind: str, user: authn.UserInfo, obj: Object) -
         errs.append(
             errors.invalid(
                 "spec.resourceAttributes",
-                None,
+                "null",  # field.Error prints a nil pointer as the string "null"
                 "exactly one of nonResourceAttributes or resourceAttributes must be specified",
             )
         )
