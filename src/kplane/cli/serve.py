@@ -48,6 +48,30 @@ def add_parser(sub: Any) -> None:
         help="longest TokenRequest allowed, e.g. 24h (default: no limit)",
     )
     p.add_argument(
+        "--max-requests-inflight",
+        type=int,
+        default=400,
+        help="read-only requests served at once; more wait in per-user queues (default 400, 0: no limit)",
+    )
+    p.add_argument(
+        "--max-mutating-requests-inflight",
+        type=int,
+        default=200,
+        help="mutating requests served at once; more wait in per-user queues (default 200, 0: no limit)",
+    )
+    p.add_argument(
+        "--max-queued-requests-per-user",
+        type=int,
+        default=50,
+        help="requests one user may have waiting for a seat; more get 429 (default 50, 0: no queuing)",
+    )
+    p.add_argument(
+        "--queue-wait-timeout",
+        type=float,
+        default=15.0,
+        help="seconds a queued request waits for a seat before 429 (default 15)",
+    )
+    p.add_argument(
         "--encryption-provider-config",
         type=Path,
         default=None,
@@ -138,6 +162,10 @@ def run(args: argparse.Namespace) -> int:
         insecure_port=args.insecure_port,
         token_file=args.token_file,
         encryption_provider_config=args.encryption_provider_config,
+        max_requests_inflight=args.max_requests_inflight,
+        max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+        max_queued_requests_per_user=args.max_queued_requests_per_user,
+        queue_wait_timeout=args.queue_wait_timeout,
         service_account_issuer=args.service_account_issuer,
         service_account_max_token_expiration=args.service_account_max_token_expiration,
         history_window=args.history_window,

@@ -26,6 +26,7 @@ from kplane.server.auth import authn, authz, certs, jwt, kubeconfig, rbac, rbac_
 from kplane.server.endpoints import health, installer, metrics, nonresource, oidc
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
+from kplane.server.filters.inflight import Limits
 from kplane.server.filters.types import Filter
 from kplane.server.registry import apibootstrap, apistrategies, bootstrap, rbacpolicy
 from kplane.server.registry.crds import CRDController
@@ -62,6 +63,14 @@ class ServerConfig:
     """``iss`` of the ServiceAccount tokens issued, and the API audience they default to."""
     service_account_max_token_expiration: int | None = None
     """Seconds a TokenRequest may ask at most (longer requests are shortened, with a warning)."""
+    max_requests_inflight: int = 400
+    """Read-only requests served at once beyond which requests queue (0: no limit)."""
+    max_mutating_requests_inflight: int = 200
+    """Mutating requests served at once beyond which requests queue (0: no limit)."""
+    max_queued_requests_per_user: int = 50
+    """Requests one user may have waiting for a seat; more get 429."""
+    queue_wait_timeout: float = 15.0
+    """Seconds a queued request waits for a seat before its 429."""
     encryption_provider_config: Path | None = None
     """Upstream's EncryptionConfiguration: which resources are encrypted at rest, with which keys."""
     watch_bookmark_interval: float = 60.0
@@ -200,6 +209,12 @@ class APIServer:
                 authorizer=authorizer,
                 rules_for=authz.all_rules if cfg.authorization_mode == "AlwaysAllow" else self.rbac.rules_for,
                 clock=cfg.clock,
+                limits=Limits(
+                    read_only=cfg.max_requests_inflight,
+                    mutating=cfg.max_mutating_requests_inflight,
+                    queue_length=cfg.max_queued_requests_per_user,
+                    wait_timeout=cfg.queue_wait_timeout,
+                ),
             ),
             request_factory=_request_factory,
             access_log=None,

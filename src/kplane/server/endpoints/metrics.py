@@ -11,6 +11,9 @@ process collector (``process_*``). Names, labels, help text and buckets are upst
 - ``apiserver_current_inflight_requests`` {request_kind: readOnly|mutating}: the highest number
   of requests in flight since the previous scrape (upstream: in the last second), long-running
   requests (watches) excluded;
+- ``apiserver_flowcontrol_rejected_requests_total`` {flow_schema, priority_level, reason}:
+  requests refused with 429 by the in-flight limits (``filters/inflight``); kplane has no flow
+  schemas, so ``flow_schema`` is empty and ``priority_level`` is the request kind;
 - ``apiserver_storage_objects`` {resource}: objects held per resource, at scrape time;
 - ``apiserver_watch_events_total`` {group, version, resource}: events sent to watchers;
 - ``etcd_request_duration_seconds`` {operation, type}: latency of the storage backend (kplane's
@@ -106,6 +109,7 @@ class APIMetrics:
         self.inflight = {"readOnly": 0, "mutating": 0}
         self.inflight_peak = {"readOnly": 0, "mutating": 0}
         self.watch_events: dict[tuple[str, str, str], int] = {}
+        self.rejections: dict[tuple[str, str], int] = {}
         self.storage = _Histogram()
         self.object_counts: Callable[[], dict[str, int]] = dict
 
@@ -129,6 +133,11 @@ class APIMetrics:
         codes[code] = codes.get(code, 0) + 1
         if seconds is not None:
             self.durations.observe(labels, seconds)
+
+    def rejected(self, kind: str, reason: str) -> None:
+        """A request of ``kind`` refused by the in-flight limits (``queue-full``, ``time-out``)."""
+        key = (kind, reason)
+        self.rejections[key] = self.rejections.get(key, 0) + 1
 
     def watch_event(self, group: str, version: str, resource: str) -> None:
         key = (group, version, resource)
@@ -161,6 +170,14 @@ class APIMetrics:
             inflight.add_metric([kind], max(self.inflight_peak[kind], self.inflight[kind]))
             self.inflight_peak[kind] = self.inflight[kind]
         yield inflight
+        rejected = CounterMetricFamily(
+            "apiserver_flowcontrol_rejected_requests",
+            "[BETA] Number of requests rejected by API Priority and Fairness subsystem",
+            labels=("flow_schema", "priority_level", "reason"),
+        )
+        for (kind, reason), count in sorted(self.rejections.items()):
+            rejected.add_metric(["", kind, reason], count)
+        yield rejected
         stored = GaugeMetricFamily(
             "apiserver_storage_objects",
             "[STABLE] Number of stored objects at the time of last check split by kind. In case of a "

@@ -11,6 +11,7 @@ from kplane.server.endpoints import metrics as metrics_mod
 from kplane.server.filters.authentication import authentication
 from kplane.server.filters.authorization import authorization
 from kplane.server.filters.impersonation import impersonation
+from kplane.server.filters.inflight import Limits, max_in_flight
 from kplane.server.filters.metrics import metrics
 from kplane.server.filters.recovery import recovery
 from kplane.server.filters.requestinfo import request_info
@@ -25,19 +26,23 @@ def filters(
     rules_for: authz.RulesFor = authz.all_rules,
     sink: metrics_mod.APIMetrics = metrics_mod.DEFAULT,
     clock: Clock | None = None,
+    limits: Limits | None = None,
 ) -> list[Filter]:
     """Outermost first: recovery -> request info -> metrics -> authentication -> impersonation ->
-    authorization -> ``extra`` (upstream's relative order). ``extra`` filters (test hooks such as
+    max in flight (``limits``, default upstream's 400/200) -> authorization -> ``extra`` (upstream's
+    relative order). ``extra`` filters (test hooks such as
     fault injection) see only authenticated
     requests, with ``request[INFO_KEY]`` parsed, and their failures still become a Status.
     """
-    measure = metrics(sink, clock or RealClock())
+    clock = clock or RealClock()
+    measure = metrics(sink, clock)
     return [
         recovery,
         request_info,
         measure,
         authentication(authenticator),
         impersonation(authorizer),
+        max_in_flight(limits or Limits(), clock, sink.rejected),
         authorization(authorizer, rules_for),
         *extra,
     ]
@@ -52,10 +57,19 @@ def build(
     rules_for: authz.RulesFor = authz.all_rules,
     sink: metrics_mod.APIMetrics = metrics_mod.DEFAULT,
     clock: Clock | None = None,
+    limits: Limits | None = None,
 ) -> Handler:
     """``handler`` wrapped in every filter, so a request passes them in list order."""
     for f in reversed(
-        filters(authenticator, extra, authorizer=authorizer, rules_for=rules_for, sink=sink, clock=clock)
+        filters(
+            authenticator,
+            extra,
+            authorizer=authorizer,
+            rules_for=rules_for,
+            sink=sink,
+            clock=clock,
+            limits=limits,
+        )
     ):
         handler = functools.partial(f, handler=handler)
     return handler
