@@ -67,7 +67,11 @@ _NOT_IN_STRUCT = re.compile(r"(undefined field '[^']*') not found in struct '[^'
 
 def _clean(message: str) -> str:
     text = _STATUS_TAIL.sub("", _STATUS.sub("", message, count=1)).rstrip()
-    return _NOT_IN_STRUCT.sub(r"\1", text)
+    text = _NOT_IN_STRUCT.sub(r"\1", text)
+    # schema formats are typed with the well-known messages; cel-go names them timestamp/duration
+    return text.replace("google.protobuf.Timestamp", "timestamp").replace(
+        "google.protobuf.Duration", "duration"
+    )
 
 
 _CROSS = re.compile(

@@ -8,7 +8,9 @@ under CEL's escaped names) in a descriptor pool of its own, used only to *check*
 then run with ``self`` as ``dyn`` over the plain decoded object, which behaves the same for every
 rule that checks.
 
-Mapping: integer → int, number → double, boolean → bool, string → string, array → list(T),
+Mapping: integer → int, number → double, boolean → bool, string → string (``date``/``date-time``
+→ timestamp, ``duration`` → duration, ``byte`` → bytes: ``converter`` turns such values into
+protobuf well-known types for evaluation), array → list(T),
 ``additionalProperties`` → map(string, T), object with properties → message, and int-or-string,
 preserve-unknown-fields and untyped nodes → dyn (``google.protobuf.Value``). Lists of lists and
 maps of collections are dyn (a protobuf restriction; upstream types them).
@@ -16,15 +18,19 @@ maps of collections are dyn (a protobuf restriction; upstream types them).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import datetime
 import itertools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from cel_expr_python import cel
-from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool, duration_pb2, struct_pb2, timestamp_pb2
 
 from kplane.api.cel import types
+from kplane.api.duration import parse_timestamp
 
 T = cel.Type
 F = descriptor_pb2.FieldDescriptorProto
@@ -60,6 +66,57 @@ _SCALARS = {
     "boolean": (F.TYPE_BOOL, T.BOOL),
 }
 _VALUE = ".google.protobuf.Value"
+# Strings of these formats are typed values in CEL (apiserver pkg/cel/common/schemas.go).
+_FORMAT_TYPES: dict[Any, tuple[str, Any]] = {
+    "byte": ("bytes", T.BYTES),
+    "duration": (".google.protobuf.Duration", T.DURATION),
+    "date": (".google.protobuf.Timestamp", T.TIMESTAMP),
+    "date-time": (".google.protobuf.Timestamp", T.TIMESTAMP),
+}
+_DURATION_PART = re.compile(r"\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+))\s*(ns|us|µs|ms|s|m|h|d|w)")
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "w": 604800.0,
+}
+
+
+def format_value(fmt: Any, value: Any) -> Any:
+    """A string of a typed format as CEL sees it (timestamp, duration, bytes); unparsable values
+    stay strings (schema validation has reported them)."""
+    if not isinstance(value, str):
+        return value
+    if fmt in ("date-time", "date"):
+        text = value + "T00:00:00Z" if fmt == "date" and len(value) == 10 else value
+        parsed = parse_timestamp(text)
+        if parsed is None:
+            return value
+        stamp = timestamp_pb2.Timestamp()  # the engine takes nested times only as well-known types
+        stamp.FromDatetime(parsed.astimezone(datetime.UTC).replace(tzinfo=None))
+        return stamp
+    if fmt == "duration":
+        parts = _DURATION_PART.findall(value)
+        if value.strip() == "0":
+            return duration_pb2.Duration()
+        if not parts or "".join(f"{n}{u}" for n, u in parts) != re.sub(r"\s+", "", value):
+            return value
+        span = duration_pb2.Duration()
+        span.FromTimedelta(datetime.timedelta(seconds=sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)))
+        return span
+    if fmt == "byte":
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            return value
+    return value
+
+
 _serial = itertools.count()
 
 
@@ -101,7 +158,7 @@ class SchemaTypes:
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.pool = descriptor_pool.DescriptorPool()
-        for proto in (struct_pb2,):
+        for proto in (struct_pb2, timestamp_pb2, duration_pb2):
             file = descriptor_pb2.FileDescriptorProto()
             proto.DESCRIPTOR.CopyToProto(file)
             self.pool.Add(file)
@@ -114,7 +171,11 @@ class SchemaTypes:
             name=f"{self.package}.proto",
             package=self.package,
             syntax="proto3",
-            dependency=["google/protobuf/struct.proto"],
+            dependency=[
+                "google/protobuf/struct.proto",
+                "google/protobuf/timestamp.proto",
+                "google/protobuf/duration.proto",
+            ],
         )
         self._messages: dict[int, str] = {}
         self._count = itertools.count()
@@ -132,7 +193,7 @@ class SchemaTypes:
         if kind in _SCALARS:
             return _SCALARS[kind][1]
         if kind == "string":
-            return T.STRING
+            return _FORMAT_TYPES.get(node.get("format"), (None, T.STRING))[1]
         if kind == "array":
             items = node.get("items")
             return T.List(self.cel_type(items)) if isinstance(items, Mapping) else T.List(T.DYN)
@@ -193,7 +254,14 @@ class SchemaTypes:
         elif not _is_dyn(node) and kind in _SCALARS:
             field.type = _SCALARS[kind][0]
         elif not _is_dyn(node) and kind == "string":
-            field.type = F.TYPE_STRING
+            special = _FORMAT_TYPES.get(node.get("format"))
+            if special is None:
+                field.type = F.TYPE_STRING
+            elif special[0] == "bytes":
+                field.type = F.TYPE_BYTES
+            else:
+                field.type = F.TYPE_MESSAGE
+                field.type_name = special[0]
         else:
             field.type = F.TYPE_MESSAGE
             field.type_name = _VALUE
@@ -217,8 +285,9 @@ Convert = Callable[[Any], Any]
 
 
 def converter(node: Mapping[str, Any]) -> Convert | None:
-    """A function giving a value at ``node`` its CEL field names (``a-b`` → ``a__dash__b``), or
-    None when no property at or below ``node`` needs escaping (the usual case: values pass as is)."""
+    """A function giving a value at ``node`` its CEL shape: escaped field names (``a-b`` →
+    ``a__dash__b``) and typed formats (``format_value``); None when nothing at or below ``node``
+    needs it (the usual case: values pass as is)."""
     raw_props = node.get("properties")
     props: Mapping[str, Any] = raw_props if isinstance(raw_props, Mapping) else {}
     children = {k: converter(v) for k, v in props.items() if isinstance(v, Mapping)}
@@ -227,6 +296,9 @@ def converter(node: Mapping[str, Any]) -> Convert | None:
     additional = node.get("additionalProperties")
     value_conv = converter(additional) if isinstance(additional, Mapping) else None
     renamed = any(needs_escape(k) for k in props)
+    fmt = node.get("format") if node.get("type") == "string" else None
+    if fmt in _FORMAT_TYPES:
+        return lambda value: format_value(fmt, value)
     if not (renamed or item_conv or value_conv or any(children.values())):
         return None
 

@@ -173,3 +173,45 @@ def test_no_such_overload_wording() -> None:
         "spec: Invalid value: \"object\": 'no such overload': call arguments did not match a supported "
         "operator, function or macro signature for rule: self.v + 1 > 0"
     ]
+
+
+def test_string_formats_are_typed() -> None:
+    """schemas.go: ``date``/``date-time`` → timestamp, ``duration`` → duration, ``byte`` → bytes."""
+    spec = {
+        "type": "object",
+        "properties": {
+            "start": {"type": "string", "format": "date-time"},
+            "end": {"type": "string", "format": "date-time"},
+            "ttl": {"type": "string", "format": "duration"},
+            "data": {"type": "string", "format": "byte"},
+            "day": {"type": "string", "format": "date"},
+        },
+        "x-kubernetes-validations": [
+            {"rule": "self.start < self.end && self.end - self.start > self.ttl", "message": "window"},
+            {"rule": "self.data.size() == 3 && self.day.getFullYear() == 2024", "message": "data"},
+        ],
+    }
+    good = {
+        "start": "2024-01-01T00:00:00Z",
+        "end": "2024-01-02T00:00:00+01:00",
+        "ttl": "1h30m",
+        "data": "YWJj",
+        "day": "2024-05-01",
+    }
+    assert _errors(spec, good) == []
+    bad = {**good, "end": "2023-12-31T00:00:00Z", "data": "YQ=="}
+    assert _errors(spec, bad) == [
+        'spec: Invalid value: "object": window',
+        'spec: Invalid value: "object": data',
+    ]
+    errs, _ = compile_rules(
+        _schema(
+            {
+                "type": "string",
+                "format": "date-time",
+                "x-kubernetes-validations": [{"rule": "self.size() > 0"}],
+            }
+        ),
+        ROOT,
+    )
+    assert "found no matching overload for 'size' applied to '(timestamp)'" in errs[0].detail
