@@ -3,17 +3,18 @@
 Lists: ``isSorted() sum() min() max() indexOf(x) lastIndexOf(x)`` on lists of comparable element
 types; ``min``/``max`` of an empty list are errors, ``sum`` of an empty list is the type's zero.
 Regex: ``s.find(re)`` (the first match or ``''``), ``s.findAll(re)`` and ``s.findAll(re, n)``
-(at most ``n`` matches, all when ``n < 0``). Patterns are Python ``re`` patterns compiled once and
-cached; RE2-only syntax is rare in rules and is reported as an evaluation error.
+(at most ``n`` matches, all when ``n < 0``). Patterns are RE2 (``google-re2``), as upstream's, so
+matching stays linear in the input whatever the pattern (no catastrophic backtracking on hostile
+objects); they are compiled once and cached.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import re2
 from cel_expr_python import cel
 
 T = cel.Type
@@ -122,8 +123,11 @@ def _sum_any(items: Sequence[Any]) -> Any:
 
 
 @functools.lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _regex(pattern: str) -> Any:
+    try:
+        return re2.compile(pattern)
+    except re2.error as exc:
+        raise ValueError(f"error parsing regexp: {exc}") from None
 
 
 def _find(s: str, pattern: str) -> str:

@@ -155,3 +155,16 @@ def test_two_variable_comprehensions_only_in_stored_expressions() -> None:
     with pytest.raises(CompileError):
         environment().compile(source, {})
     assert environment(stored=True).compile(source, {}).eval({}) is True
+
+
+def test_find_is_linear_on_hostile_patterns() -> None:
+    """RE2 semantics as upstream: a nested quantifier on a long non-matching input returns at once
+    (a backtracking engine would take exponential time here)."""
+    program = environment().compile("self.find('(a+)+$')", DYN)
+    assert program.eval({"self": "a" * 50_000 + "b"}) == ""
+
+
+def test_invalid_pattern_is_an_evaluation_error() -> None:
+    with pytest.raises(EvalError) as info:
+        environment().compile("'ab'.find('(?<=a)b')", DYN).eval({})
+    assert "error parsing regexp" in str(info.value)
