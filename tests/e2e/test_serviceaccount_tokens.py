@@ -317,3 +317,37 @@ def test_serviceaccount_token_gets_exactly_its_role(server: Server, tmp_path: Pa
         ).stdout.strip()
         == "no"
     )
+
+
+def test_token_review(server: Server, api: Kube) -> None:
+    """TokenReview (JSON through kubectl, protobuf from a raw request) answers who a token is, for
+    which audiences; invalid tokens and a missing token as upstream's tokenreview storage."""
+    from kplane.api import protobuf
+
+    name = _sa(server)
+    token = server.kubectl("create", "token", name).stdout.strip()
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+    out = json.loads(server.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(review)).stdout)
+    status = out["status"]
+    assert status["authenticated"] is True
+    assert status["user"]["username"] == f"system:serviceaccount:default:{name}"
+    assert status["user"]["groups"] == [
+        "system:serviceaccounts",
+        "system:serviceaccounts:default",
+        "system:authenticated",
+    ]
+    assert status["audiences"] == [ISSUER]
+    other = server.kubectl("create", "token", name, "--audience", "vault").stdout.strip()
+    body = protobuf.encode({**review, "spec": {"token": other, "audiences": ["vault", "nope"]}})
+    resp = api.post(
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        body,
+        content_type="application/vnd.kubernetes.protobuf",
+    )
+    assert resp.status == 201, resp.body
+    assert resp.json()["status"]["audiences"] == ["vault"]
+    bad = api.post("/apis/authentication.k8s.io/v1/tokenreviews", {**review, "spec": {"token": "garbage"}})
+    assert bad.status == 201 and bad.json()["status"] == {"user": {}, "error": "invalid bearer token"}
+    missing = api.post("/apis/authentication.k8s.io/v1/tokenreviews", {**review, "spec": {}})
+    st = assert_status(missing, 400, "BadRequest")
+    assert st["message"] == "token is required for TokenReview in authentication"

@@ -8,6 +8,7 @@ closes listeners first, then watches, then storage, so no acknowledged write is 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -198,6 +199,7 @@ class APIServer:
             watch_bookmark_interval=cfg.watch_bookmark_interval,
             service_accounts=tokens,
             max_token_seconds=cfg.service_account_max_token_expiration,
+            token_review=functools.partial(_token_review, tokens, authenticator),
         )
         # aiohttp's low-level server: routing is ours (RequestInfo + catalog), so the Application
         # router and middleware machinery would only add per-request cost.
@@ -349,6 +351,23 @@ class APIServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+def _token_review(
+    tokens: serviceaccounts.Tokens, authenticator: authn.Authenticator, token: str, audiences: Sequence[str]
+) -> tuple[authn.UserInfo | None, tuple[str, ...]]:
+    """TokenReview: ServiceAccount tokens for the audiences asked; other bearer tokens (static,
+    audience-agnostic) only when the API audiences are among them, as upstream."""
+    if token.count(".") == 2:
+        user, valid = tokens.review(token, audiences)
+        if user is not None:
+            return user, valid
+    wanted = tuple(audiences) or tokens.api_audiences
+    api = tuple(a for a in wanted if a in tokens.api_audiences)
+    if not api:
+        return None, ()
+    user = authenticator.authenticate(None, f"Bearer {token}")
+    return (user, api) if user is not None else (None, ())
 
 
 def _request_factory(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:

@@ -295,6 +295,7 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
     _r(
         "authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", "Cluster", verbs=("create",)
     ),
+    _r("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", "Cluster", verbs=("create",)),
     # rbac.authorization.k8s.io/v1
     _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", "Cluster"),
     _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", "Cluster"),

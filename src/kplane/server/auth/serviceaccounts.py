@@ -188,6 +188,19 @@ class Tokens:
                 self._cache[digest] = entry
         return entry.user if self._still_valid(entry, now) else None
 
+    def review(self, token: str, audiences: Sequence[str]) -> tuple[UserInfo | None, tuple[str, ...]]:
+        """TokenReview's question: the user, and which of ``audiences`` (default: the API
+        audiences) the token is for."""
+        wanted = tuple(audiences) or self.api_audiences
+        user = self.authenticate(token, wanted)
+        if user is None:
+            return None, ()
+        aud = jwt.split(token)[1].get("aud")
+        token_aud = (
+            [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else list(self.api_audiences)
+        )
+        return user, tuple(a for a in wanted if a in token_aud)
+
     def _still_valid(self, entry: _Verified, now: float) -> bool:
         if now + LEEWAY < entry.not_before or now - LEEWAY > entry.expires:
             return False

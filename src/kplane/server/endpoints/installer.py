@@ -31,6 +31,7 @@ from kplane.server.endpoints import (
     reviews,
     scale,
     tokenrequest,
+    tokenreview,
 )
 from kplane.server.endpoints.scope import Scope, protobuf_encodable
 from kplane.server.registry.store import Registry
@@ -92,6 +93,7 @@ class APIHandler:
     watch_bookmark_interval: float = 60.0
     service_accounts: serviceaccounts.Tokens | None = None
     max_token_seconds: int | None = None
+    token_review: tokenreview.Review | None = None
     protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
     _method_not_allowed: errors.MethodNotAllowed = field(default_factory=errors.method_not_allowed)
     _json_lists: encoded.JsonLists = field(default_factory=encoded.JsonLists)
@@ -143,6 +145,10 @@ class APIHandler:
             table = _BINDING if record.plural == "bindings" else _COMPONENTSTATUS
             if sub:
                 raise errors.resource_not_found()
+        elif record.group == "authentication.k8s.io" and record.plural == "tokenreviews":
+            if self.token_review is None or sub:
+                raise errors.resource_not_found()
+            table = {"create": functools.partial(tokenreview.create, review=self.token_review)}
         elif record.group in _REVIEW_GROUPS:
             table = _REVIEW
             if sub:
