@@ -223,6 +223,14 @@ def _index_old(old: Any, keys: tuple[str, ...]) -> dict[Any, Any]:
     return {_key_of(item, keys): item for item in old}
 
 
+def _has_rules(node: Any) -> bool:
+    if isinstance(node, Mapping):
+        return "x-kubernetes-validations" in node or any(_has_rules(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_rules(v) for v in node)
+    return False
+
+
 class _Envs:
     """New expressions compile in the previous minor's environment, stored ones in the full one;
     rules are checked against the schema's declared types (``types``)."""
@@ -244,6 +252,8 @@ def compile_rules(
     updated (they may use what the 1.32 set adds), or True to compile everything as stored (the
     read side: rules of a CRD in storage)."""
     errs: list[errors.FieldError] = []
+    if not _has_rules(schema):
+        return errs, None  # the usual CRD: no protobuf types to build
     tree = _compile_node(
         schema, path, _Envs(stored, schematypes.SchemaTypes(schema)), errs, root=True, correlatable=True
     )
