@@ -222,6 +222,14 @@ async def delete_options(scope: Scope) -> DeleteOptions:
             "DeleteOptions.gracePeriodSeconds of type int64"
         )
     policy = raw.get("propagationPolicy", q.get("propagationPolicy"))
+    orphan = raw.get("orphanDependents")
+    if orphan is None and q.get("orphanDependents") is not None:
+        orphan = str(q.get("orphanDependents")).lower() == "true"
+    if orphan is not None and not isinstance(orphan, bool):
+        raise errors.BadRequest(
+            f"json: cannot unmarshal {metatypes.json_kind(orphan, with_number=True)} into Go struct field "
+            "DeleteOptions.orphanDependents of type bool"
+        )
     pre = raw.get("preconditions") or {}
     if not isinstance(pre, dict):
         raise errors.BadRequest("preconditions must be an object")
@@ -229,10 +237,16 @@ async def delete_options(scope: Scope) -> DeleteOptions:
     if not isinstance(dry, list) or not all(isinstance(d, str) for d in dry):
         raise errors.BadRequest("dryRun must be a list of strings")
     # registry/rest/delete.go BeforeDelete: ValidateDeleteOptions, one 422 for every problem
-    options.check("DeleteOptions", options.propagation_errors(policy) + options.dry_run_errors(dry))
+    options.check(
+        "DeleteOptions",
+        options.propagation_errors(policy)
+        + options.orphan_errors(orphan, policy)
+        + options.dry_run_errors(dry),
+    )
     return DeleteOptions(
         grace_period_seconds=grace_int,
         propagation_policy=policy,
+        orphan_dependents=orphan,
         uid=_str_or_none(pre.get("uid")),
         resource_version=_str_or_none(pre.get("resourceVersion")),
         dry_run=bool(dry) or scope.dry_run(),

@@ -64,6 +64,17 @@ def propagation_errors(policy: object) -> list[errors.FieldError]:
     return [errors.not_supported("propagationPolicy", policy, [*_POLICIES, "nil"])]
 
 
+def orphan_errors(orphan: object, policy: object) -> list[errors.FieldError]:
+    """``ValidateDeleteOptions``: the legacy ``orphanDependents`` excludes ``propagationPolicy``."""
+    if orphan is None or policy is None:
+        return []
+    return [
+        errors.invalid(
+            "propagationPolicy", policy, "orphanDependents and deletionPropagation cannot be both set"
+        )
+    ]
+
+
 def check(kind: str, errs: list[errors.FieldError]) -> None:
     """422 on ``<kind>.meta.k8s.io ""`` with one cause per error, if there are any."""
     if errs:

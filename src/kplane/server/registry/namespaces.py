@@ -100,7 +100,9 @@ class NamespaceLifecycle:
                         if obj["metadata"].get("deletionTimestamp"):
                             continue
                         try:
-                            await self.registry.delete(record, name, obj["metadata"]["name"], DeleteOptions())
+                            # upstream's namespaced_resources_deleter deletes with Background
+                            background = DeleteOptions(propagation_policy="Background")
+                            await self.registry.delete(record, name, obj["metadata"]["name"], background)
                         except errors.NotFound:
                             pass
                 if remaining == 0:

@@ -43,6 +43,7 @@ class DeleteOptions:
 
     grace_period_seconds: int | None = None
     propagation_policy: str | None = None
+    orphan_dependents: bool | None = None
     uid: str | None = None
     resource_version: str | None = None
     dry_run: bool = False
@@ -85,6 +86,9 @@ class Registry:
         self.after_write: list[AfterWrite] = []
         self.write_guards: list[WriteGuard] = []
         self.schema = SchemaStep()
+        self.gc_finalizers = False
+        """Add the ``orphan``/``foregroundDeletion`` finalizers that propagationPolicy asks for; set
+        by whoever runs a garbage collector for this server (without one they would pin objects)."""
 
     def strategy_for(self, record: ResourceRecord) -> strategy.Strategy:
         """This server's strategy for ``record`` (instance overrides first, then the built-in table)."""
@@ -393,8 +397,11 @@ class Registry:
                 raise storage_error(record, name, err) from None
             meta = current["metadata"]
             _check_delete_preconditions(record, meta, opts)
+            finalizers = list(meta.get("finalizers") or [])
+            if self.gc_finalizers:
+                finalizers = gc_finalizers(record, finalizers, opts)
             graceful = (
-                bool(meta.get("finalizers"))
+                bool(finalizers)
                 or _has_spec_finalizers(record, current)
                 or (bool(added) and not meta.get("deletionTimestamp"))
             )
@@ -402,9 +409,11 @@ class Registry:
                 if opts.dry_run:
                     marked = copy.deepcopy(current)
                     marked["metadata"].setdefault("deletionTimestamp", rfc3339(self.clock))
+                    if finalizers:
+                        marked["metadata"]["finalizers"] = finalizers
                     _add_finalizers(marked["metadata"], added)
                     return to_version(record, marked), False
-                obj = await self._mark_deleting(record, key, name, current, added)
+                obj = await self._mark_deleting(record, key, name, current, added, finalizers)
                 if obj is None:
                     continue
                 return to_version(record, obj), False
@@ -426,10 +435,19 @@ class Registry:
         )
 
     async def _mark_deleting(
-        self, record: ResourceRecord, key: str, name: str, seen: Object, added: tuple[str, ...] = ()
+        self,
+        record: ResourceRecord,
+        key: str,
+        name: str,
+        seen: Object,
+        added: tuple[str, ...] = (),
+        finalizers: list[str] | None = None,
     ) -> Object | None:
-        """Set deletionTimestamp (once). None when the object changed under us: start over."""
-        if seen["metadata"].get("deletionTimestamp"):
+        """Set deletionTimestamp (once) and ``finalizers`` (when given: the garbage-collection
+        finalizers a later delete may change). None when the object changed under us: start over."""
+        seen_meta = seen["metadata"]
+        refinalize = finalizers is not None and finalizers != list(seen_meta.get("finalizers") or [])
+        if seen_meta.get("deletionTimestamp") and not refinalize:
             return seen
         now = rfc3339(self.clock)
 
@@ -437,6 +455,13 @@ class Registry:
             meta = current["metadata"]
             if meta.get("resourceVersion") != seen["metadata"].get("resourceVersion"):
                 raise _NoChange(current)
+            if finalizers is not None:
+                if finalizers:
+                    meta["finalizers"] = list(finalizers)
+                else:
+                    meta.pop("finalizers", None)
+            if meta.get("deletionTimestamp"):
+                return current
             meta["deletionTimestamp"] = now
             meta["deletionGracePeriodSeconds"] = 0
             _add_finalizers(meta, added)
@@ -458,6 +483,42 @@ class Registry:
         if record.group == "" and record.plural == "namespaces" and self.on_namespace_deleted is not None:
             self.on_namespace_deleted(name)
         return marked
+
+
+ORPHAN_FINALIZER = "orphan"
+FOREGROUND_FINALIZER = "foregroundDeletion"
+_ORPHAN_BY_DEFAULT = {("batch", "jobs"), ("", "replicationcontrollers")}
+
+
+def gc_finalizers(record: ResourceRecord, finalizers: list[str], opts: DeleteOptions) -> list[str]:
+    """The finalizers after a delete with ``opts``, as upstream's ``deletionFinalizersForGarbageCollection``
+    (apiserver registry/generic/registry/store.go): ``orphanDependents``, else ``propagationPolicy``,
+    else a GC finalizer already present, else the type's default (Orphan for batch/v1 Jobs and
+    ReplicationControllers) decide between ``orphan``, ``foregroundDeletion`` and neither."""
+    orphan: bool
+    foreground: bool
+    if opts.orphan_dependents is not None:
+        orphan, foreground = opts.orphan_dependents, False
+    elif opts.propagation_policy in ("Orphan", "Background", "Foreground"):
+        orphan = opts.propagation_policy == "Orphan"
+        foreground = opts.propagation_policy == "Foreground"
+    elif ORPHAN_FINALIZER in finalizers or FOREGROUND_FINALIZER in finalizers:
+        orphan = ORPHAN_FINALIZER in finalizers
+        foreground = not orphan and FOREGROUND_FINALIZER in finalizers
+    else:
+        orphan, foreground = (record.group, record.plural) in _ORPHAN_BY_DEFAULT, False
+    out = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    kept = [
+        f
+        for f in finalizers
+        if (f == ORPHAN_FINALIZER and orphan) or (f == FOREGROUND_FINALIZER and foreground)
+    ]
+    out = [f for f in finalizers if f in out or f in kept]
+    if orphan and ORPHAN_FINALIZER not in out:
+        out.append(ORPHAN_FINALIZER)
+    if foreground and FOREGROUND_FINALIZER not in out:
+        out.append(FOREGROUND_FINALIZER)
+    return out
 
 
 def _add_finalizers(meta: Object, added: tuple[str, ...]) -> None:

@@ -1,0 +1,196 @@
+"""ReplicaSet, Deployment and garbage collector against a real server with the real kubectl.
+
+The controllers run on a manager in the test process (``workloads_support``), with a stand-in
+kubelet that marks pods Running and Ready. Expected messages are upstream's (kubectl 1.32
+``rollout_status.go``, ``rollback.go``; kube-controller-manager's deployment controller).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kplane import testing
+from kplane.client import dynamic
+from kplane.controllers import workload
+from tests.e2e import conftest as e2e
+from tests.e2e import runtime_support as rs
+from tests.e2e import workloads_support
+
+pytestmark = [e2e.requires_kubectl, pytest.mark.timeout(180)]
+
+
+@dataclasses.dataclass
+class Cluster:
+    """An in-process server (GC finalizers on, as with a garbage collector) and kubectl against it."""
+
+    cp: testing.ControlPlane
+    cache_dir: Path
+
+    def kubectl(
+        self, *args: str, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        assert e2e.KUBECTL is not None
+        env = {**os.environ, "KUBECONFIG": str(self.cp.kubeconfig)}
+        res = subprocess.run(
+            [e2e.KUBECTL, f"--cache-dir={self.cache_dir}", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+        )
+        if check and res.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}"
+            )
+        return res
+
+
+@contextlib.asynccontextmanager
+async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Cluster, dynamic.DynamicClient]]:
+    async with testing.ControlPlane() as cp:
+        cp.server.registry.gc_finalizers = True
+        assert cp.config is not None
+        manager = rs.new_manager(cp.config)
+        await workloads_support.install(manager)
+        async with rs.running(manager):
+            yield Cluster(cp, tmp_path / "kubecache"), cp.client.dynamic
+
+
+async def kubectl(server: Cluster, *args: str, check: bool = True) -> Any:
+    return await asyncio.to_thread(server.kubectl, *args, check=check)
+
+
+async def namespace(server: Cluster) -> str:
+    ns = f"w-{uuid.uuid4().hex[:6]}"
+    await kubectl(server, "create", "namespace", ns)
+    return ns
+
+
+async def pods(dc: dynamic.DynamicClient, ns: str) -> list[dict[str, Any]]:
+    return list((await dc.resource(workload.PODS, ns).list())["items"])
+
+
+async def test_deployment_lifecycle(tmp_path: Path) -> None:
+    """create → rollout status; set image with surge/unavailable bounds watched; undo; scale 10 → 0."""
+    async with cluster(tmp_path) as (server, dc):
+        ns = await namespace(server)
+        await kubectl(server, "-n", ns, "create", "deployment", "web", "--image=nginx", "--replicas=3")
+        out = await kubectl(server, "-n", ns, "rollout", "status", "deployment/web", "--timeout=60s")
+        # kubectl rollout_status.go: the message once complete
+        assert 'deployment "web" successfully rolled out' in out.stdout
+        live = [p for p in await pods(dc, ns) if not p["metadata"].get("deletionTimestamp")]
+        assert len(live) == 3
+        rs_name = live[0]["metadata"]["ownerReferences"][0]["name"]
+        assert all(p["metadata"]["name"].startswith(rs_name + "-") for p in live)
+        await kubectl(
+            server, "-n", ns, "wait", "--for=condition=Available", "deployment/web", "--timeout=30s"
+        )
+        d = json.loads((await kubectl(server, "-n", ns, "get", "deployment", "web", "-o", "json")).stdout)
+        assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+        progressing = next(c for c in d["status"]["conditions"] if c["type"] == "Progressing")
+        assert progressing["reason"] == "NewReplicaSetAvailable"
+        assert progressing["message"] == f'ReplicaSet "{rs_name}" has successfully progressed.'
+
+        # 3 replicas at 25 %/25 %: maxSurge 1 (rounded up), maxUnavailable 0 (rounded down)
+        violations: list[str] = []
+        stop = asyncio.Event()
+
+        async def watch_bounds() -> None:
+            while not stop.is_set():
+                items = [p for p in await pods(dc, ns) if not p["metadata"].get("deletionTimestamp")]
+                ready = [p for p in items if workload.is_ready(p)]
+                if len(items) > 4:
+                    violations.append(f"{len(items)} pods > replicas + maxSurge")
+                if len(ready) < 3:
+                    violations.append(f"{len(ready)} ready < replicas - maxUnavailable")
+                await asyncio.sleep(0.01)
+
+        watcher = asyncio.create_task(watch_bounds())
+        await kubectl(server, "-n", ns, "set", "image", "deployment/web", "nginx=nginx:1.27")
+        await kubectl(server, "-n", ns, "rollout", "status", "deployment/web", "--timeout=60s")
+        stop.set()
+        await watcher
+        assert violations == []
+        images = {p["spec"]["containers"][0]["image"] for p in await pods(dc, ns)
+                  if not p["metadata"].get("deletionTimestamp")}  # fmt: skip
+        assert images == {"nginx:1.27"}
+
+        out = await kubectl(server, "-n", ns, "rollout", "undo", "deployment/web")
+        assert "deployment.apps/web rolled back" in out.stdout
+        await kubectl(server, "-n", ns, "rollout", "status", "deployment/web", "--timeout=60s")
+        d = json.loads((await kubectl(server, "-n", ns, "get", "deployment", "web", "-o", "json")).stdout)
+        assert d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
+        assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+        old = json.loads((await kubectl(server, "-n", ns, "get", "rs", rs_name, "-o", "json")).stdout)
+        assert old["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"] == "1"
+
+        await kubectl(server, "-n", ns, "scale", "deployment/web", "--replicas=10")
+        await kubectl(server, "-n", ns, "rollout", "status", "deployment/web", "--timeout=60s")
+        await rs.eventually(lambda: _count(dc, ns, 10), within=30)
+        await kubectl(server, "-n", ns, "scale", "deployment/web", "--replicas=0")
+        await kubectl(server, "-n", ns, "rollout", "status", "deployment/web", "--timeout=60s")
+        await rs.eventually(lambda: _count(dc, ns, 0), within=30)
+
+
+async def _count(dc: dynamic.DynamicClient, ns: str, n: int) -> None:
+    items = await pods(dc, ns)
+    assert len(items) == n, len(items)
+
+
+async def test_delete_cascades(tmp_path: Path) -> None:
+    """background removes ReplicaSets and pods; orphan keeps them (refs removed); foreground first."""
+    async with cluster(tmp_path) as (server, dc):
+        ns = await namespace(server)
+        for name in ("bg", "orph", "fg"):
+            await kubectl(server, "-n", ns, "create", "deployment", name, "--image=nginx", "--replicas=2")
+        for name in ("bg", "orph", "fg"):
+            await kubectl(server, "-n", ns, "rollout", "status", f"deployment/{name}", "--timeout=60s")
+
+        async def owned(prefix: str) -> tuple[list[Any], list[Any]]:
+            rss = [r for r in (await dc.resource(workload.REPLICASETS, ns).list())["items"]
+                   if r["metadata"]["name"].startswith(prefix + "-")]  # fmt: skip
+            ps = [p for p in await pods(dc, ns) if p["metadata"]["name"].startswith(prefix + "-")]
+            return rss, ps
+
+        await kubectl(server, "-n", ns, "delete", "deployment", "bg")
+
+        async def bg_gone() -> None:
+            assert await owned("bg") == ([], [])
+
+        await rs.eventually(bg_gone, within=30)
+
+        await kubectl(server, "-n", ns, "delete", "deployment", "orph", "--cascade=orphan")
+
+        async def orphaned() -> None:
+            rss, ps = await owned("orph")
+            assert len(rss) == 1 and len(ps) == 2
+            assert not rss[0]["metadata"].get("ownerReferences")
+
+        await rs.eventually(orphaned, within=30)
+        await asyncio.sleep(0.5)
+        await orphaned()  # and they stay
+
+        await kubectl(server, "-n", ns, "delete", "deployment", "fg", "--cascade=foreground", "--wait=false")
+        # upstream: the owner stays, with the foregroundDeletion finalizer, until its dependents are gone
+        d = json.loads((await kubectl(server, "-n", ns, "get", "deployment", "fg", "-o", "json",
+                                      check=False)).stdout or "{}")  # fmt: skip
+        if d:
+            assert "foregroundDeletion" in d["metadata"]["finalizers"]
+
+        async def fg_gone() -> None:
+            assert await owned("fg") == ([], [])
+            res = await kubectl(server, "-n", ns, "get", "deployment", "fg", check=False)
+            assert res.returncode != 0 and "NotFound" in res.stderr
+
+        await rs.eventually(fg_gone, within=30)
