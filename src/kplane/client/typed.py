@@ -33,7 +33,7 @@ from kplane.client import options as options_mod
 from kplane.client import watch as watch_mod
 from kplane.client.models import _base, meta_v1
 
-M = TypeVar("M", bound=_base.Model)
+M = TypeVar("M", bound=msgspec.Struct)
 
 
 class ObjectList(msgspec.Struct, Generic[M], kw_only=True, omit_defaults=True, gc=False):
@@ -110,6 +110,15 @@ _BUILTIN: dict[GroupVersionKind, dynamic.Resource] = {
 }
 
 
+def is_model_class(ref: Any) -> bool:
+    """True for a class the typed client speaks: a generated model, or any msgspec Struct naming its
+    kind with a ``gvk`` class attribute (CRD types declared with ``kplane.runtime.markers.kind``)."""
+    return isinstance(ref, type) and (
+        issubclass(ref, _base.Model)
+        or (issubclass(ref, msgspec.Struct) and isinstance(getattr(ref, "gvk", None), GroupVersionKind))
+    )
+
+
 def resource_of(model: type[Any]) -> dynamic.ResourceRef:
     """The resource serving ``model``: a ``Resource`` for built-in kinds, else its GVK for the mapper."""
     gvk: GroupVersionKind = model.gvk
@@ -167,7 +176,7 @@ class Client:
 
     def resource(self, ref: Any, namespace: options_mod.Namespace = None) -> Any:
         """A typed client for a model class, else a dynamic one for a ``Resource`` or a name."""
-        if isinstance(ref, type) and issubclass(ref, _base.Model):
+        if is_model_class(ref):
             return self.typed.resource(ref, namespace)
         return self.dynamic.resource(ref, namespace)
 

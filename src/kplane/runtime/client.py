@@ -1,8 +1,9 @@
 """The manager's client: reads from the shared cache, writes straight to the API server.
 
-Objects are JSON-shaped dicts; a generated model class (``kplane.client.models``) may stand for its
-resource anywhere a ``ref`` is taken, and a model instance anywhere an object is: reads of a model
-class return model instances, model instances are written as JSON. Writes take the resource from the
+Objects are JSON-shaped dicts; a model class (generated in ``kplane.client.models``, or a CRD type
+declared with ``kplane.runtime.markers.kind``) may stand for its resource anywhere a ``ref`` is
+taken, and a model instance anywhere an object is: reads of a model class return model instances,
+model instances are written as JSON. Writes take the resource from the
 object's ``apiVersion`` and ``kind`` (resolved by the REST mapper), so ``client.update(obj)`` needs
 no other argument. ``reader`` is the uncached API reader (controller-runtime's ``GetAPIReader``).
 
@@ -21,23 +22,24 @@ import msgspec
 from kplane.api.gvk import GroupVersionKind
 from kplane.client import dynamic
 from kplane.client import typed as typed_mod
-from kplane.client.models import _base
 from kplane.runtime import cache as cache_mod
 
 Object = dict[str, Any]
-M = TypeVar("M", bound=_base.Model)
-Ref = dynamic.ResourceRef | type[_base.Model]
+M = TypeVar("M", bound=msgspec.Struct)
+Ref = dynamic.ResourceRef | type[msgspec.Struct]
 """A resource: anything the dynamic client resolves, or a generated model class."""
 
 
 def resource_ref(ref: Ref) -> dynamic.ResourceRef:
     """The dynamic-client reference of ``ref`` (a model class names its resource by its GVK)."""
-    if isinstance(ref, type) and issubclass(ref, _base.Model):
+    if isinstance(ref, type):
+        if not typed_mod.is_model_class(ref):
+            raise TypeError(f"{ref.__qualname__} names no resource: give it a gvk (markers.kind)")
         return typed_mod.resource_of(ref)
     return ref
 
 
-def to_dict(obj: Object | _base.Model) -> Object:
+def to_dict(obj: Object | msgspec.Struct) -> Object:
     """A JSON-shaped dict of ``obj`` (dicts are returned as they are)."""
     if isinstance(obj, dict):
         return obj
@@ -95,24 +97,24 @@ class Client:
 
     # Writes, to the server.
 
-    async def create(self, obj: Object | _base.Model) -> Object:
+    async def create(self, obj: Object | msgspec.Struct) -> Object:
         """Create ``obj``; returns the server's object."""
         body = to_dict(obj)
         return await self._rc(body).create(body, field_manager=self.field_manager)
 
-    async def update(self, obj: Object | _base.Model) -> Object:
+    async def update(self, obj: Object | msgspec.Struct) -> Object:
         """PUT ``obj`` (its resourceVersion makes a stale write a 409 Conflict)."""
         body = to_dict(obj)
         return await self._rc(body).update(body, field_manager=self.field_manager)
 
-    async def update_status(self, obj: Object | _base.Model) -> Object:
+    async def update_status(self, obj: Object | msgspec.Struct) -> Object:
         """PUT ``obj`` to its ``status`` subresource (only the status is written)."""
         body = to_dict(obj)
         return await self._rc(body).update(body, subresource="status", field_manager=self.field_manager)
 
     async def patch(
         self,
-        obj: Object | _base.Model,
+        obj: Object | msgspec.Struct,
         patch: Any,
         *,
         patch_type: dynamic.PatchType = "merge",
@@ -130,7 +132,9 @@ class Client:
             field_manager=self.field_manager,
         )
 
-    async def apply(self, obj: Object | _base.Model, *, force: bool = True, subresource: str = "") -> Object:
+    async def apply(
+        self, obj: Object | msgspec.Struct, *, force: bool = True, subresource: str = ""
+    ) -> Object:
         """Server-side apply ``obj`` as the desired state of the fields it sets, owned by this manager."""
         body = to_dict(obj)
         name, namespace = _name(body)
@@ -144,7 +148,7 @@ class Client:
             force=force,
         )
 
-    async def delete(self, obj: Object | _base.Model, **options: Any) -> Object:
+    async def delete(self, obj: Object | msgspec.Struct, **options: Any) -> Object:
         """Delete the object ``obj`` names (``options``: the dynamic client's delete options)."""
         body = to_dict(obj)
         name, namespace = _name(body)
@@ -164,6 +168,6 @@ def _name(obj: Object) -> tuple[str, str]:
 
 
 def _as(ref: Ref, obj: Object) -> Any:
-    if isinstance(ref, type) and issubclass(ref, _base.Model):
+    if typed_mod.is_model_class(ref):
         return msgspec.convert(obj, ref)
     return obj
