@@ -71,6 +71,21 @@ def add_parser(sub: Any) -> None:
         default=15.0,
         help="seconds a queued request waits for a seat before 429 (default 15)",
     )
+    p.add_argument("--audit-policy-file", type=Path, default=None, help="audit.k8s.io/v1 Policy")
+    p.add_argument(
+        "--audit-log-path",
+        default=None,
+        help="write audit Events here as JSON lines ('-': stdout); off unless given with a policy",
+    )
+    p.add_argument(
+        "--audit-log-maxsize",
+        type=int,
+        default=0,
+        help="MB per audit log file before rotation (default 0: 100)",
+    )
+    p.add_argument(
+        "--audit-log-maxbackup", type=int, default=0, help="rotated audit log files kept (default 0: all)"
+    )
     p.add_argument(
         "--encryption-provider-config",
         type=Path,
@@ -131,8 +146,11 @@ def _start_failure(err: Exception, data_dir: Path) -> str:
     """What failed at start-up, in one line: the address, a file, or the store."""
     from kplane.api import errors
     from kplane.server import app, storage
+    from kplane.server.audit.policy import InvalidPolicy
     from kplane.server.storage.encryption.config import InvalidEncryptionConfig
 
+    if isinstance(err, InvalidPolicy):
+        return f"cannot start: --audit-policy-file: {err}"
     if isinstance(err, InvalidEncryptionConfig):
         return f"cannot start: --encryption-provider-config: {err}"
     if isinstance(err, app.ListenError):
@@ -162,6 +180,10 @@ def run(args: argparse.Namespace) -> int:
         insecure_port=args.insecure_port,
         token_file=args.token_file,
         encryption_provider_config=args.encryption_provider_config,
+        audit_policy_file=args.audit_policy_file,
+        audit_log_path=args.audit_log_path,
+        audit_log_maxsize=args.audit_log_maxsize,
+        audit_log_maxbackup=args.audit_log_maxbackup,
         max_requests_inflight=args.max_requests_inflight,
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,
         max_queued_requests_per_user=args.max_queued_requests_per_user,

@@ -72,6 +72,14 @@ class ServerConfig:
     """Requests one user may have waiting for a seat; more get 429."""
     queue_wait_timeout: float = 15.0
     """Seconds a queued request waits for a seat before its 429."""
+    audit_policy_file: Path | None = None
+    """Upstream's audit.k8s.io/v1 Policy; with ``audit_log_path``, requests are audited."""
+    audit_log_path: str | None = None
+    """Where audit Events go, one JSON line each (``-``: standard output). Off unless given."""
+    audit_log_maxsize: int = 0
+    """Megabytes per audit log file before it is rotated (0: 100, as upstream's lumberjack)."""
+    audit_log_maxbackup: int = 0
+    """Rotated audit log files kept (0: all)."""
     encryption_provider_config: Path | None = None
     """Upstream's EncryptionConfiguration: which resources are encrypted at rest, with which keys."""
     watch_bookmark_interval: float = 60.0
@@ -110,6 +118,7 @@ class APIServer:
         self._unlisten_rbac: Any = None
         self.rbac = rbac.RBACIndex()
         self._token_secrets: TokenSecrets | None = None
+        self._audit_log: Any = None
         self._ready = False
         self._stopping = False
         self._hooks: set[str] = set()
@@ -211,6 +220,7 @@ class APIServer:
                 authorizer=authorizer,
                 rules_for=authz.all_rules if cfg.authorization_mode == "AlwaysAllow" else self.rbac.rules_for,
                 clock=cfg.clock,
+                audit=self._audit(),
                 limits=Limits(
                     read_only=cfg.max_requests_inflight,
                     mutating=cfg.max_mutating_requests_inflight,
@@ -282,6 +292,24 @@ class APIServer:
         self.registry.write_guards.append(rbac_escalation.EscalationCheck(index, authorizer))
         return authorizer
 
+    def _audit(self) -> Filter | None:
+        """The audit filter, when both a policy and a log path are configured (upstream needs both)."""
+        cfg = self.config
+        if cfg.audit_policy_file is None or not cfg.audit_log_path:
+            return None
+        from kplane.server.audit import policy
+        from kplane.server.audit.log import AuditLog
+        from kplane.server.filters.audit import audit
+
+        rules = policy.load(cfg.audit_policy_file)
+        self._audit_log = AuditLog(
+            cfg.audit_log_path,
+            cfg.clock,
+            max_size_mb=cfg.audit_log_maxsize,
+            max_backups=cfg.audit_log_maxbackup,
+        )
+        return audit(rules, self._audit_log, cfg.clock)
+
     def _health(self, backend: Any) -> health.Health:
         """kube-apiserver's checks, for what kplane has: the storage answers a read (``etcd``),
         the cache is loaded, each start-up step is done, the server is not stopping."""
@@ -335,6 +363,9 @@ class APIServer:
             await self._crds.close()
         if self._token_secrets is not None:
             await self._token_secrets.close()
+        if self._audit_log is not None:
+            self._audit_log.close()
+            self._audit_log = None
         if self._crd_apiservices is not None:
             await self._crd_apiservices.close()
         if self._aggregator is not None:

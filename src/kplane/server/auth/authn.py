@@ -55,6 +55,19 @@ class UserInfo:
 ANONYMOUS = UserInfo(name="system:anonymous", groups=(UNAUTHENTICATED_GROUP,))
 """Who a request without credentials is (only on ``ANONYMOUS_PATHS``)."""
 
+
+def user_info(user: UserInfo) -> dict[str, object]:
+    """``user`` in the API's ``UserInfo`` shape (reviews, audit events): empty fields left out."""
+    out: dict[str, object] = {"username": user.name}
+    if user.uid:
+        out["uid"] = user.uid
+    if user.groups:
+        out["groups"] = list(user.groups)
+    if user.extra:
+        out["extra"] = {k: list(v) for k, v in user.extra.items()}
+    return out
+
+
 USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("user", UserInfo)
 """Where the authentication filter stores the authenticated user on a request."""
 

@@ -51,23 +51,12 @@ async def create(scope: Scope) -> web.StreamResponse:
     }
     if kind == "SelfSubjectReview":
         obj.pop("spec")
-        obj["status"] = {"userInfo": _user_info(user)}
+        obj["status"] = {"userInfo": authn.user_info(user)}
     elif kind == "SelfSubjectRulesReview":
         obj["status"] = _rules_review(scope, user, obj["spec"])
     else:
         obj["status"] = _access_review(scope, kind, user, obj)
     return scope.respond_plain(obj, 201)
-
-
-def _user_info(user: authn.UserInfo) -> Object:
-    info: Object = {"username": user.name}
-    if user.uid:
-        info["uid"] = user.uid
-    if user.groups:
-        info["groups"] = list(user.groups)
-    if user.extra:
-        info["extra"] = {k: list(v) for k, v in user.extra.items()}
-    return info
 
 
 def _strings(value: Any) -> tuple[str, ...]:

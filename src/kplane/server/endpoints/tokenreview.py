@@ -42,14 +42,7 @@ async def create(scope: Scope, *, review: Review) -> web.StreamResponse:
     if user is None:
         status = {"user": {}, "error": _INVALID}
     else:
-        info: dict[str, Any] = {"username": user.name}
-        if user.uid:
-            info["uid"] = user.uid
-        if user.groups:
-            info["groups"] = list(user.groups)
-        if user.extra:
-            info["extra"] = {k: list(v) for k, v in user.extra.items()}
-        status = {"authenticated": True, "user": info, "audiences": list(audiences)}
+        status = {"authenticated": True, "user": authn.user_info(user), "audiences": list(audiences)}
     reply = {
         "kind": "TokenReview",
         "apiVersion": "authentication.k8s.io/v1",

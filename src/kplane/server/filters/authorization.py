@@ -51,6 +51,7 @@ def authorization(authorizer: authz.Authorizer, rules_for: authz.RulesFor = auth
         user = request[authn.USER_KEY]
         attributes = attributes_of(request, user)
         decision = authorizer(attributes)
+        request[authz.DECISION_KEY] = decision
         if not decision.allowed:
             raise authz.forbidden(attributes, decision.reason)
         request[authz.AUTHORIZER_KEY] = authorizer

@@ -27,8 +27,10 @@ def filters(
     sink: metrics_mod.APIMetrics = metrics_mod.DEFAULT,
     clock: Clock | None = None,
     limits: Limits | None = None,
+    audit: Filter | None = None,
 ) -> list[Filter]:
-    """Outermost first: recovery -> request info -> metrics -> authentication -> impersonation ->
+    """Outermost first: recovery -> request info -> metrics -> authentication -> audit (when
+    given: ``filters.audit``) -> impersonation ->
     max in flight (``limits``, default upstream's 400/200) -> authorization -> ``extra`` (upstream's
     relative order). ``extra`` filters (test hooks such as
     fault injection) see only authenticated
@@ -41,6 +43,7 @@ def filters(
         request_info,
         measure,
         authentication(authenticator),
+        *([audit] if audit is not None else []),
         impersonation(authorizer),
         max_in_flight(limits or Limits(), clock, sink.rejected),
         authorization(authorizer, rules_for),
@@ -58,6 +61,7 @@ def build(
     sink: metrics_mod.APIMetrics = metrics_mod.DEFAULT,
     clock: Clock | None = None,
     limits: Limits | None = None,
+    audit: Filter | None = None,
 ) -> Handler:
     """``handler`` wrapped in every filter, so a request passes them in list order."""
     for f in reversed(
@@ -69,6 +73,7 @@ def build(
             sink=sink,
             clock=clock,
             limits=limits,
+            audit=audit,
         )
     ):
         handler = functools.partial(f, handler=handler)
