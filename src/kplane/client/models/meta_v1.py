@@ -38,6 +38,14 @@ class DeleteOptions(_base.Model):
     propagation_policy: str | None = msgspec.field(default=None, name="propagationPolicy")
 
 
+class FieldSelectorRequirement(_base.Model):
+    """FieldSelectorRequirement is a selector that contains values, a key, and an operator that relates the key and values."""
+
+    key: str | None = None
+    operator: str | None = None
+    values: list[str] | None = None
+
+
 class LabelSelector(_base.Model):
     """A label selector is a label query over a set of resources."""
 
