@@ -32,7 +32,6 @@ from kplane.api.cel import engine, schematypes
 
 T = cel.Type
 log = logging.getLogger("kplane.api.cel")
-_OLD_SELF = re.compile(r"\boldSelf\b")
 _REASONS = {
     "FieldValueInvalid",
     "FieldValueForbidden",
@@ -339,7 +338,7 @@ def _compile_rule(
     if reason is not None and reason not in _REASONS:
         errs.append(errors.not_supported(f"{path}.reason", reason, sorted(_REASONS)))
         failed = True
-    transition = bool(_OLD_SELF.search(source))
+    transition = _uses_old_self(source)
     optional_old = bool(raw.get("optionalOldSelf"))
     if optional_old and not transition:
         errs.append(
@@ -458,6 +457,11 @@ def _compile_pair(
 
 _HAS_OLD = "__kplaneHasOldSelf"
 _TOKENS = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\boldSelf\b""")
+
+
+def _uses_old_self(source: str) -> bool:
+    """Whether ``source`` names ``oldSelf`` outside string literals (a transition rule)."""
+    return any(m.group(0) == "oldSelf" for m in _TOKENS.finditer(source))
 
 
 def _optional_old_self(source: str) -> str:

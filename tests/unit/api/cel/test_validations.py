@@ -215,3 +215,8 @@ def test_string_formats_are_typed() -> None:
         ROOT,
     )
     assert "found no matching overload for 'size' applied to '(timestamp)'" in errs[0].detail
+
+
+def test_old_self_in_a_string_literal_is_not_a_transition_rule() -> None:
+    spec = {"type": "string", "x-kubernetes-validations": [{"rule": "self != 'oldSelf'"}]}
+    assert _errors(spec, "oldSelf") == ["spec: Invalid value: \"string\": failed rule: self != 'oldSelf'"]
