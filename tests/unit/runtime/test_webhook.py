@@ -8,7 +8,9 @@ error text on refusal; an APIStatus error keeps its Status; JSONPatch base64 wit
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,14 +21,17 @@ import msgspec
 import orjson
 import pytest
 
+from kplane import runtime, testing
 from kplane.api import errors
 from kplane.api.patch import jsondiff, jsonpatch
+from kplane.client import typed
 from kplane.client.models import meta_v1
 from kplane.runtime import markers
 from kplane.runtime.webhook import (
     DefaultingHandler,
     Denied,
     ValidatingHandler,
+    WebhookBuilder,
     WebhookServer,
     WebhookServerOptions,
     hub,
@@ -432,3 +437,49 @@ def test_json_diff_round_trips(a: Any, b: Any) -> None:
     assert jsonpatch.json_patch(a, patch) == b
     if a == b and type(a) is type(b):
         assert patch == []
+
+
+async def test_manager_serves_webhooks_before_caches_and_stops_on_a_bad_certificate(
+    kplane: testing.ControlPlane, tmp_path: Path
+) -> None:
+    """Through a Manager: the webhook server listens before the caches start (a ConversionReview is
+    answered while ``start`` runs), and a missing certificate fails ``start`` at once."""
+    assert kplane.config is not None
+    good = WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=tmp_path, self_signed=True)
+    manager = runtime.Manager(
+        options=runtime.ManagerOptions(metrics_bind_address="0", webhook=good),
+        api=typed.Client(kplane.config),
+    )
+    WebhookBuilder(manager, Gizmo).with_defaulter(GizmoDefaulter()).with_conversion(GizmoV1).complete()
+    server = manager.webhook_server()
+    assert server.paths == ["/convert", "/mutate-hooks-kplane-dev-v2-gizmo"]
+    task = asyncio.create_task(manager.start())
+    try:
+        await server.wait_ready()
+        v1 = {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Gizmo",
+            "metadata": {"name": "g"},
+            "spec": {"dimension": 2},
+        }
+        _, body = await post(server, "/convert", conversion_review(f"{GROUP}/v2", v1))
+        assert body["response"]["convertedObjects"][0]["spec"] == {"size": 2}
+        await testing.eventually(manager.is_leader, timeout=10)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await manager.api.close()
+
+    missing = WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=tmp_path / "absent")
+    broken = runtime.Manager(
+        options=runtime.ManagerOptions(metrics_bind_address="0", webhook=missing),
+        api=typed.Client(kplane.config),
+    )
+    WebhookBuilder(broken, Gizmo).with_defaulter(GizmoDefaulter()).complete()
+    try:
+        with pytest.raises(FileNotFoundError):
+            await asyncio.wait_for(broken.start(), timeout=10)
+        assert not broken.is_leader()
+    finally:
+        await broken.api.close()
