@@ -47,6 +47,18 @@ async def test_types_installed_and_enforced(kplane: testing.ControlPlane) -> Non
             {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "x"}, "spec": {}}
         )
     assert "spec.image: Required value" in str(no_image.value)
+    with pytest.raises(errors.Invalid) as odd:
+        await api.create(
+            {
+                "apiVersion": f"{GROUP}/v1",
+                "kind": "Widget",
+                "metadata": {"name": "odd"},
+                "spec": {"image": "nginx", "budget": 3},
+            }
+        )
+    # A CEL rule's failure names the field, the value's type and the rule's message (upstream
+    # apiextensions-apiserver pkg/apiserver/schema/cel/validation.go).
+    assert 'spec.budget: Invalid value: "integer": budget must be even' in str(odd.value)
     older = await kplane.client.resource(f"widgets.v1beta1.{GROUP}", namespace="default").get("w")
     assert older["apiVersion"] == f"{GROUP}/v1beta1"
 

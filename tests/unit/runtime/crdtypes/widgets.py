@@ -1,5 +1,4 @@
-"""Types of a test CRD, ``widgets.gen.kplane.dev`` (v1 stored, v1beta1 served), with every marker
-but CEL rules (kplane's server refuses CRDs carrying them until it evaluates CEL)."""
+"""Types of a test CRD, ``widgets.gen.kplane.dev`` (v1 stored, v1beta1 served), with every marker."""
 
 from __future__ import annotations
 
@@ -48,6 +47,7 @@ class WidgetSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     started: datetime.datetime | None = None
     template: Annotated[dict[str, Any], m.EmbeddedResource] | None = None
     note: Annotated[str, m.Required, m.Default("none")] = "none"
+    budget: Annotated[int, m.XValidation("self % 2 == 0", message="budget must be even")] | None = None
 
 
 class WidgetStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
