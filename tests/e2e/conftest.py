@@ -101,15 +101,24 @@ def start_server(
     storage: str = "sqlite",
     prefix: tuple[str, ...] = (),
     log: Path | None = None,
+    controllers: bool = False,
 ) -> Server:
     """Start ``kplane serve --port 0`` in ``data_dir`` and wait until it prints its URL. ``prefix``
     runs it through another command (e.g. ``nsenter`` into a mount namespace); its log goes to
-    ``log`` (default ``data_dir/server.log``)."""
+    ``log`` (default ``data_dir/server.log``). The bare API server unless ``controllers`` (then the
+    built-in controllers and 3 simulated nodes run too)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     log = log or data_dir / "server.log"
     out = open(log, "a")  # noqa: SIM115 - the process owns it for its lifetime
     proc = subprocess.Popen(
-        [*prefix, *serve_command(data_dir), "--storage", storage, *extra],
+        [
+            *prefix,
+            *serve_command(data_dir),
+            "--storage",
+            storage,
+            *(() if controllers else ("--no-controllers",)),
+            *extra,
+        ],
         stdout=subprocess.PIPE,
         stderr=out,
         text=True,
@@ -133,6 +142,14 @@ def start_server(
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = start_server(tmp_path_factory.mktemp("kplane"))
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``kplane serve`` as users run it: the built-in controllers and 3 simulated nodes."""
+    srv = start_server(tmp_path_factory.mktemp("kplane"), controllers=True)
     yield srv
     srv.stop()
 

@@ -56,8 +56,12 @@ def test_log_rules_match_upstream(api: helpers.Kube, k8s: k8s_client.ApiClient) 
         f"/api/v1/namespaces/{NS}/pods/{name}/binding",
         {"metadata": {"name": name}, "target": {"kind": "Node", "name": "node-1"}},
     )
-    text = k8s_client.CoreV1Api(k8s).read_namespaced_pod_log(name, NS, container="a")
-    assert text == ""
+    # Bound, but no kubelet has started it (this server runs no controllers): the kubelet's refusal
+    # (pkg/kubelet/kubelet_pods.go validateContainerLogStatus).
+    msg = helpers.assert_status(api.get(base, query={"container": "a"}), 400)["message"]
+    assert msg == f'container "a" in pod "{name}" is waiting to start: ContainerCreating'
+    msg = helpers.assert_status(api.get(base, query={"container": "a", "previous": "true"}), 400)["message"]
+    assert msg == f'previous terminated container "a" in pod "{name}" not found'
 
 
 @pytest.mark.parametrize("dry_run", [False, True], ids=["evict", "dry-run"])

@@ -127,6 +127,17 @@ def add_parser(sub: Any) -> None:
         default="RBAC",
         help="RBAC (default) or AlwaysAllow (every authenticated user may do everything)",
     )
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=3,
+        help="simulated nodes to register, with their kubelets (default 3; 0: none)",
+    )
+    p.add_argument(
+        "--no-controllers",
+        action="store_true",
+        help="serve the bare API: no scheduler, simulated nodes or other built-in controllers",
+    )
     p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
     p.set_defaults(func=run)
 
@@ -226,7 +237,14 @@ def run(args: argparse.Namespace) -> int:
                 flush=True,
             )
         print(f"export KUBECONFIG={server.kubeconfig_path.resolve()}", flush=True)
+        controllers = None
+        if not args.no_controllers:
+            from kplane.cli import controlplane
+
+            controllers = await controlplane.start(server, nodes=max(0, args.nodes))
         await stop.wait()
+        if controllers is not None:
+            await controlplane.stop(controllers)
         await server.stop()
         return 0
 

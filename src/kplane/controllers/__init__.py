@@ -1,4 +1,27 @@
-"""Built-in controllers of ``kplane serve``, each written with ``kplane.runtime``.
-
-They reach the API server over HTTP like any other client and never import ``kplane.server``.
+"""kplane's built-in controllers, written with ``kplane.runtime`` and reaching the server only over
+its API: simulated nodes (``nodes``), the scheduler (``scheduler``), the simulated kubelet
+(``kubelet``) and the node lifecycle controller (``nodelifecycle``). ``install`` adds them to a
+manager; ``kplane serve`` runs them in its process over loopback.
 """
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kplane import runtime
+
+
+async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None) -> None:
+    """Add the node, scheduler, kubelet and node lifecycle controllers to ``manager`` (before it
+    starts). ``nodes`` simulated nodes are registered (0: none, and no kubelet); ``pod_logs`` is
+    where the kubelet writes container output (the server's pod log directory)."""
+    from kplane.controllers import kubelet, nodelifecycle, scheduler
+    from kplane.controllers import nodes as nodes_mod
+
+    await scheduler.Scheduler(manager).setup()  # the builder adds each controller to the manager
+    manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
+    if nodes > 0:
+        simulator = nodes_mod.NodeSimulator(manager, nodes)
+        await simulator.setup()
+        manager.add(simulator)
+        await kubelet.Kubelet(manager, simulator, pod_logs).setup()

@@ -96,6 +96,9 @@ class ServerConfig:
     authorization_mode: Literal["RBAC", "AlwaysAllow"] = "RBAC"
     """``RBAC`` (default), or ``AlwaysAllow``: every authenticated user may do everything.
     ``system:masters`` may do everything in either mode."""
+    pod_logs_dir: Path | None = None
+    """Where the simulated kubelet writes container output, read by ``pods/log`` (default
+    ``<data_dir>/pod-logs``)."""
     filters: Sequence[Filter] = ()
     """Extra filters run after authentication, outermost first (test hooks: ``kplane.testing`` faults)."""
 
@@ -127,6 +130,10 @@ class APIServer:
     @property
     def kubeconfig_path(self) -> Path:
         return self.config.kubeconfig_path or self.config.data_dir / "kubeconfig"
+
+    @property
+    def pod_logs_dir(self) -> Path:
+        return self.config.pod_logs_dir or self.config.data_dir / "pod-logs"
 
     def ready(self) -> bool:
         return self._ready
@@ -209,6 +216,7 @@ class APIServer:
             service_accounts=tokens,
             max_token_seconds=cfg.service_account_max_token_expiration,
             token_review=functools.partial(_token_review, tokens, authenticator),
+            pod_logs=self.pod_logs_dir,
         )
         # aiohttp's low-level server: routing is ours (RequestInfo + catalog), so the Application
         # router and middleware machinery would only add per-request cost.

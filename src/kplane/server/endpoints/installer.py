@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from aiohttp import web
 
@@ -94,6 +95,7 @@ class APIHandler:
     service_accounts: serviceaccounts.Tokens | None = None
     max_token_seconds: int | None = None
     token_review: tokenreview.Review | None = None
+    pod_logs: Path | None = None
     protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
     _method_not_allowed: errors.MethodNotAllowed = field(default_factory=errors.method_not_allowed)
     _json_lists: encoded.JsonLists = field(default_factory=encoded.JsonLists)
@@ -120,6 +122,7 @@ class APIHandler:
                 stream=info.verb == "watch",
             ),
             watch_bookmark_interval=self.watch_bookmark_interval,
+            pod_logs=self.pod_logs,
             protobuf_memo=self.protobuf_memo,
             json_lists=self._json_lists,
         )

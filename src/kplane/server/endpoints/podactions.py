@@ -2,7 +2,8 @@
 drain`` posts), and the connect subresources ``pods/{exec,attach,portforward,proxy}``,
 ``nodes/proxy`` and ``services/proxy``.
 
-Binding sets ``spec.nodeName`` once (409 if the pod is already bound). Eviction deletes the pod with
+Binding sets ``spec.nodeName`` once with condition ``PodScheduled`` True (409 if the pod is already
+bound or being deleted). Eviction deletes the pod with
 the eviction's ``deleteOptions``; PodDisruptionBudgets are not consulted yet (no disruption
 controller maintains their status), so an eviction is never refused with 429. Both answer 201 with
 a ``Status`` of ``Success``, as upstream.
@@ -57,17 +58,38 @@ async def bind(scope: Scope) -> web.StreamResponse:
     if not node:
         raise errors.invalid_object("Binding", "", name, [errors.required("target.name")])
 
+    now = scope.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
     def assign(pod: dict[str, Any]) -> dict[str, Any]:
         spec = pod.get("spec") or {}
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            # upstream pkg/registry/core/pod/storage/storage.go assignPod
+            raise errors.conflict(
+                scope.record.group_resource,
+                name,
+                f"pod {name} is being deleted, cannot be assigned to a host",
+            )
         if spec.get("nodeName"):
             raise errors.conflict(
                 scope.record.group_resource,
                 name,
                 f'pod {name} is already assigned to node "{spec["nodeName"]}"',
             )
-        return {**pod, "spec": {**spec, "nodeName": node}}
+        # The same write sets condition PodScheduled True, as upstream's assignPod does.
+        status = dict(pod.get("status") or {})
+        scheduled = {
+            "type": "PodScheduled",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": now,
+        }
+        others = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        status["conditions"] = [*others, scheduled]
+        return {**pod, "spec": {**spec, "nodeName": node}, "status": status}
 
-    await scope.registry.update(PODS, scope.info.namespace, name, assign, opts=scope.write_options())
+    await scope.registry.update(
+        PODS, scope.info.namespace, name, assign, subresource="binding", opts=scope.write_options()
+    )
     return scope.respond_plain(SUCCESS, 201)
 
 
@@ -137,7 +159,13 @@ async def pod_connect(scope: Scope) -> web.StreamResponse:
     if not node:
         raise errors.BadRequest(f"pod {name} does not have a host assigned")
     await scope.registry.get(NODES, "", node)
-    raise _no_backend("kubelet")
+    raise errors.ServiceUnavailable(
+        f"error dialing backend: kplane's simulated kubelet runs no containers: "
+        f"cannot {_VERBS.get(sub, sub)} pod {name} on node {node}"
+    )
+
+
+_VERBS = {"exec": "exec into", "attach": "attach to", "portforward": "port-forward to"}
 
 
 async def node_proxy(scope: Scope) -> web.StreamResponse:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -44,6 +45,7 @@ class Scope:
     clock: Clock
     form: negotiation.ResponseForm
     watch_bookmark_interval: float = 60.0
+    pod_logs: Path | None = None  # where the simulated kubelet writes container output
     protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
     warnings: list[str] = field(default_factory=list)
     json_lists: encoded.JsonLists = field(default_factory=encoded.JsonLists)

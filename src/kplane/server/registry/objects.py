@@ -4,6 +4,7 @@ errors, and the timestamps the registry stamps."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from kplane._util.clock import Clock
@@ -18,10 +19,13 @@ Object = dict[str, Any]
 _last_second: tuple[int, str] = (-1, "")
 
 
-def rfc3339(clock: Clock) -> str:
-    """The clock's time as RFC 3339 seconds (``2026-11-21T05:43:00Z``), formatted once per second."""
+def rfc3339(clock: Clock, later: int = 0) -> str:
+    """The clock's time (plus ``later`` seconds) as RFC 3339 seconds (``2026-11-21T05:43:00Z``);
+    the current second is formatted once."""
     global _last_second
     now = clock.now()
+    if later:
+        return (now + datetime.timedelta(seconds=later)).strftime("%Y-%m-%dT%H:%M:%SZ")
     second = int(now.timestamp())
     if second != _last_second[0]:
         _last_second = (second, now.strftime("%Y-%m-%dT%H:%M:%SZ"))

@@ -329,7 +329,7 @@ class Registry:
         rv = meta.get("resourceVersion")
         if rv and rv != old_meta.get("resourceVersion"):
             raise errors.modified_conflict(record.group_resource, name)
-        if subresource in ("status", "approval", "ephemeralcontainers"):
+        if subresource in ("status", "approval", "ephemeralcontainers", "binding"):
             new = strat.prepare_for_subresource_update(record, subresource, new, current)
             new["metadata"] = dict(old_meta)
             return new
@@ -400,6 +400,16 @@ class Registry:
             finalizers = list(meta.get("finalizers") or [])
             if self.gc_finalizers:
                 finalizers = gc_finalizers(record, finalizers, opts)
+            grace = self.strategy_for(record).grace_period(current, opts.grace_period_seconds)
+            if grace > 0 and not _shortens(meta, grace):
+                return to_version(record, current), False  # already terminating at least as soon
+            if grace > 0:
+                if opts.dry_run:
+                    return to_version(record, current), False
+                obj = await self._mark_deleting(record, key, name, current, added, finalizers, grace=grace)
+                if obj is None:
+                    continue
+                return to_version(record, obj), False
             graceful = (
                 bool(finalizers)
                 or _has_spec_finalizers(record, current)
@@ -442,14 +452,17 @@ class Registry:
         seen: Object,
         added: tuple[str, ...] = (),
         finalizers: list[str] | None = None,
+        *,
+        grace: int = 0,
     ) -> Object | None:
-        """Set deletionTimestamp (once) and ``finalizers`` (when given: the garbage-collection
+        """Set deletionTimestamp to now + ``grace`` (once; a graceful delete may move it earlier:
+        upstream's ``BeforeDelete``) and ``finalizers`` (when given: the garbage-collection
         finalizers a later delete may change). None when the object changed under us: start over."""
         seen_meta = seen["metadata"]
         refinalize = finalizers is not None and finalizers != list(seen_meta.get("finalizers") or [])
-        if seen_meta.get("deletionTimestamp") and not refinalize:
+        if seen_meta.get("deletionTimestamp") and not refinalize and not grace:
             return seen
-        now = rfc3339(self.clock)
+        now = rfc3339(self.clock, grace)
 
         def mark(current: Object) -> Object:
             meta = current["metadata"]
@@ -460,10 +473,13 @@ class Registry:
                     meta["finalizers"] = list(finalizers)
                 else:
                     meta.pop("finalizers", None)
-            if meta.get("deletionTimestamp"):
+            already = bool(meta.get("deletionTimestamp"))
+            if already and not grace:
                 return current
             meta["deletionTimestamp"] = now
-            meta["deletionGracePeriodSeconds"] = 0
+            meta["deletionGracePeriodSeconds"] = grace
+            if already:
+                return current  # a shorter grace period: the deletion had started already
             _add_finalizers(meta, added)
             # Upstream's markAsDeleting (apiserver registry/generic/registry/store.go) bumps a tracked
             # generation, so controllers filtering on generation changes see the deletion start.
@@ -519,6 +535,15 @@ def gc_finalizers(record: ResourceRecord, finalizers: list[str], opts: DeleteOpt
     if foreground and FOREGROUND_FINALIZER not in out:
         out.append(FOREGROUND_FINALIZER)
     return out
+
+
+def _shortens(meta: Object, grace: int) -> bool:
+    """True when a graceful delete of ``grace`` seconds changes ``meta``: it is not being deleted
+    yet, or only with a longer period (upstream's ``BeforeDelete`` keeps the shorter one)."""
+    if not meta.get("deletionTimestamp"):
+        return True
+    current = meta.get("deletionGracePeriodSeconds")
+    return isinstance(current, int) and 0 < grace < current
 
 
 def _add_finalizers(meta: Object, added: tuple[str, ...]) -> None:

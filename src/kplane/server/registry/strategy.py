@@ -70,6 +70,11 @@ class Strategy:
         """Finalizers the first delete adds (with ``deletionTimestamp``), making it graceful."""
         return ()
 
+    def grace_period(self, obj: Object, requested: int | None) -> int:
+        """Seconds a delete of ``obj`` waits for its owner (a kubelet) to finish it; 0: delete at once
+        (upstream's ``CheckGracefulDelete``; only pods have one)."""
+        return 0
+
     def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
         """True when a write changes what ``metadata.generation`` counts: all but metadata/status."""
         keys = (set(new) | set(old)) - {"metadata", "status", "apiVersion", "kind"}
@@ -108,6 +113,8 @@ class PodStrategy(Strategy):
     ) -> None:
         spec = obj.get("spec")
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
+        if isinstance(spec, dict):
+            _default_tolerations(spec)
 
     def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
         errs: list[errors.FieldError] = []
@@ -138,9 +145,21 @@ class PodStrategy(Strategy):
     def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
         return False
 
+    def grace_period(self, obj: Object, requested: int | None) -> int:
+        """Upstream's pod ``CheckGracefulDelete`` (pkg/registry/core/pod/strategy.go): the requested
+        period, else ``terminationGracePeriodSeconds`` (default 30); 0 for a pod no node runs (not
+        bound, or Succeeded/Failed), which goes at once."""
+        spec = _dict(obj.get("spec"))
+        if not spec.get("nodeName") or _dict(obj.get("status")).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        grace = requested if requested is not None else spec.get("terminationGracePeriodSeconds", 30)
+        return max(grace, 0) if isinstance(grace, int) else 30
+
     def prepare_for_subresource_update(
         self, record: ResourceRecord, subresource: str, new: Object, old: Object
     ) -> Object:
+        if subresource == "binding":
+            return new  # the server's own write: spec.nodeName and the PodScheduled condition
         if subresource != "ephemeralcontainers":
             return super().prepare_for_subresource_update(record, subresource, new, old)
         # Upstream's ephemeralcontainers strategy: only spec.ephemeralContainers changes.
@@ -152,6 +171,43 @@ class PodStrategy(Strategy):
         else:
             spec.pop("ephemeralContainers", None)
         return {**old, "spec": spec}
+
+
+_DEFAULT_TOLERATED = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+DEFAULT_TOLERATION_SECONDS = 300
+
+
+def _default_tolerations(spec: Object) -> None:
+    """Upstream's DefaultTolerationSeconds admission plugin: a pod that does not tolerate the
+    not-ready / unreachable NoExecute taints tolerates them for 300 s, so the taint-eviction
+    controller evicts it five minutes after its node is lost."""
+    tolerations = spec.get("tolerations")
+    if tolerations is not None and not isinstance(tolerations, list):
+        return  # the schema refuses it afterwards
+    present = [t for t in tolerations or [] if isinstance(t, dict)]
+    added = []
+    for key in _DEFAULT_TOLERATED:
+        if any(_tolerates_key(t, key) for t in present):
+            continue
+        added.append(
+            {
+                "key": key,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+            }
+        )
+    if added:
+        spec["tolerations"] = [*(tolerations or []), *added]
+
+
+def _tolerates_key(toleration: Object, key: str) -> bool:
+    """The plugin's check: a toleration of ``key`` (or of every key) with effect NoExecute or any."""
+    if toleration.get("effect") not in (None, "", "NoExecute"):
+        return False
+    return toleration.get("key") in (None, "", key) and (
+        toleration.get("key") or toleration.get("operator") == "Exists"
+    )
 
 
 def _dict(value: Any) -> dict[str, Any]:
