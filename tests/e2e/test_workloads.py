@@ -22,10 +22,12 @@ import pytest
 
 from kplane import testing
 from kplane.client import dynamic
-from kplane.controllers import workload
+from kplane.controllers import garbagecollector, workload
 from tests.e2e import conftest as e2e
 from tests.e2e import runtime_support as rs
 from tests.e2e import workloads_support
+
+CONFIGMAPS = dynamic.Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 
 pytestmark = [e2e.requires_kubectl, pytest.mark.timeout(180)]
 
@@ -194,3 +196,45 @@ async def test_delete_cascades(tmp_path: Path) -> None:
             assert res.returncode != 0 and "NotFound" in res.stderr
 
         await rs.eventually(fg_gone, within=30)
+
+
+async def test_collector_scans_what_happened_while_it_was_down(tmp_path: Path) -> None:
+    """Dependents of owners deleted while no collector ran are collected when it starts; an Orphan
+    deletion left pending is completed; dependents with a live owner stay (upstream's full resync)."""
+    async with testing.ControlPlane() as cp:
+        cp.server.registry.gc_finalizers = True
+        assert cp.config is not None
+        dc = cp.client.dynamic
+        cms = dc.resource(CONFIGMAPS, "default")
+        owner = await cms.create({"metadata": {"name": "owner"}})
+        gone = await cms.create({"metadata": {"name": "gone"}})
+        kept_owner = await cms.create({"metadata": {"name": "orphaner"}})
+
+        def ref(o: dict[str, Any]) -> dict[str, Any]:
+            return {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "name": o["metadata"]["name"],
+                "uid": o["metadata"]["uid"],
+            }
+
+        await cms.create({"metadata": {"name": "child-of-owner", "ownerReferences": [ref(owner)]}})
+        await cms.create({"metadata": {"name": "child-of-gone", "ownerReferences": [ref(gone)]}})
+        await cms.create({"metadata": {"name": "child-of-orphaner", "ownerReferences": [ref(kept_owner)]}})
+        await cms.delete("gone")
+        await cms.delete("orphaner", propagation_policy="Orphan")
+        pinned = await cms.get("orphaner")
+        assert pinned["metadata"]["finalizers"] == ["orphan"]  # upstream: the server adds it
+
+        manager = rs.new_manager(cp.config)
+        manager.add(garbagecollector.GarbageCollector(manager))
+        async with rs.running(manager):
+
+            async def settled() -> None:
+                names = {o["metadata"]["name"] for o in (await cms.list())["items"]}
+                assert "child-of-gone" not in names and "orphaner" not in names
+                assert {"owner", "child-of-owner", "child-of-orphaner"} <= names
+                orphan = await cms.get("child-of-orphaner")
+                assert not orphan["metadata"].get("ownerReferences")
+
+            await rs.eventually(settled, within=20)

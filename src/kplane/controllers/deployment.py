@@ -31,7 +31,7 @@ COMPONENT = "deployment-controller"
 class DeploymentController:
     """Reconciles Deployments; ``setup`` wires it to Deployments, their ReplicaSets and pods."""
 
-    def __init__(self, manager: runtime.Manager, *, workers: int = 5) -> None:
+    def __init__(self, manager: runtime.Manager, *, workers: int = 10) -> None:
         self.manager = manager
         self.client = manager.client
         self.api = manager.api.dynamic
@@ -100,7 +100,13 @@ class DeploymentController:
                     d, {**(d.get("status") or {}), "observedGeneration": meta(d).get("generation")}
                 )
             return None
-        candidates = await self.client.list(workload.REPLICASETS, request.namespace)
+        # copies of the ReplicaSets that are mine or nobody's only (a namespace may hold many)
+        uid = meta(d).get("uid")
+        candidates = [
+            _copy(rs)
+            for rs in await self.manager.cache.list(workload.REPLICASETS, request.namespace, deep_copy=False)
+            if (ref := ownership.controller_of(rs)) is None or ref.get("uid") == uid
+        ]
         rss = await workload.claim_with(self.api, workload.DEPLOYMENTS, d, candidates, workload.REPLICASETS)
         if meta(d).get("deletionTimestamp"):
             new_rs, _ = self._split(d, rss)
@@ -345,7 +351,7 @@ class DeploymentController:
         if any(du.status_int(rs, "replicas") > 0 for rs in old):
             return True
         uids = {meta(rs).get("uid") for rs in old}
-        for pod in await self.client.list(workload.PODS, meta(d)["namespace"]):
+        for pod in await self.manager.cache.list(workload.PODS, meta(d)["namespace"], deep_copy=False):
             ref = ownership.controller_of(pod)
             if ref is None or ref.get("uid") not in uids:
                 continue
