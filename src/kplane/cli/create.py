@@ -9,6 +9,12 @@
 * ``create webhook --group G --version V --kind K [--defaulting] [--programmatic-validation]``:
   ``<pkg>/webhooks/V/<kind>.py`` (a ``Defaulter`` and/or a ``Validator`` on the typed object,
   ``setup``), its test, and its line in ``main.py``. The kind must exist (``create api``).
+  ``--conversion --spoke v2`` makes this version the hub (``@conversion.hub``) and gives each spoke
+  version's type (made with ``create api --version v2 --controller false``) ``convert_to`` and
+  ``convert_from`` through the hub (a field-for-field copy to edit), served on ``/convert``.
+
+Adding a second version of a kind marks the first one the storage version, as a CRD of several
+versions needs exactly one.
 
 Run from the project's directory (or pass ``--project-dir``). Existing files are not overwritten.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +56,12 @@ def add_parser(sub: Any) -> None:
     hook.add_argument("--defaulting", action="store_true", help="a mutating webhook with a Defaulter")
     hook.add_argument(
         "--programmatic-validation", action="store_true", help="a validating webhook with a Validator"
+    )
+    hook.add_argument(
+        "--conversion", action="store_true", help="a conversion webhook: this version is the hub"
+    )
+    hook.add_argument(
+        "--spoke", action="append", default=[], help="a version converted through the hub (repeatable)"
     )
     hook.set_defaults(func=run_webhook)
 
@@ -84,6 +97,8 @@ def run_webhook(args: argparse.Namespace) -> int:
             args.kind,
             defaulting=args.defaulting,
             validation=args.programmatic_validation,
+            conversion=args.conversion,
+            spokes=args.spoke,
         )
     )
 
@@ -139,6 +154,7 @@ def create_api(
         written.append(
             project_mod.write_new(init.parent / f"{v['module']}.py", project_mod.render(ta.TYPES, **v))
         )
+        written.extend(_ensure_storage_version(proj, group, kind, v["module"]))
         sample = proj.root / "config" / "samples" / f"{group}_{version}_{v['module']}.yaml"
         written.append(project_mod.write_new(sample, project_mod.render(ta.SAMPLE, **v)))
     if controller:
@@ -156,7 +172,10 @@ def create_api(
         )
         main = pkg / "main.py"
         project_mod.insert_at_marker(
-            main, "imports", f"from {proj.package}.controllers import {module} as {module}_controller"
+            main,
+            "imports",
+            f"from {proj.package}.controllers import {module} as {module}_controller",
+            sorted_below=True,
         )
         project_mod.insert_at_marker(main, "setup", f"await {module}_controller.setup(manager)")
         written.append(main)
@@ -177,11 +196,25 @@ def create_api(
 
 
 def create_webhook(
-    root: Path, group: str, version: str, kind: str, *, defaulting: bool, validation: bool
+    root: Path,
+    group: str,
+    version: str,
+    kind: str,
+    *,
+    defaulting: bool,
+    validation: bool,
+    conversion: bool = False,
+    spokes: Sequence[str] = (),
 ) -> list[Path]:
     """Add a kind's webhooks (module docstring); returns the files written or changed."""
-    if not (defaulting or validation):
-        raise project_mod.ScaffoldError("say which webhooks: --defaulting and/or --programmatic-validation")
+    if not (defaulting or validation or conversion):
+        raise project_mod.ScaffoldError(
+            "say which webhooks: --defaulting, --programmatic-validation and/or --conversion"
+        )
+    if conversion != bool(spokes):
+        raise project_mod.ScaffoldError(
+            "--conversion needs at least one --spoke version, and --spoke needs --conversion"
+        )
     project_mod.check_names(group, version, kind)
     proj = project_mod.Project.load(root.resolve())
     res = proj.resource(group, version, kind)
@@ -200,15 +233,45 @@ def create_webhook(
     if defaulting:
         code += project_mod.render(tw.DEFAULTER, **v)
         test += project_mod.render(tw.TEST_DEFAULTER, **v)
-        chain += f".with_defaulter({kind}Defaulter())"
+        chain += f"\n        .with_defaulter({kind}Defaulter())"
     if validation:
         code += project_mod.render(tw.VALIDATOR, **v)
         test += project_mod.render(tw.TEST_VALIDATOR, **v)
-        chain += f".with_validator({kind}Validator())"
-    code += project_mod.render(tw.SETUP, **v, chain=chain)
+        chain += f"\n        .with_validator({kind}Validator())"
+    written: list[Path] = []
+    if conversion:
+        aliases = []
+        for spoke in spokes:
+            written.extend(_make_spoke(proj, group, version, kind, spoke, v))
+            alias = f"{kind}{spoke.capitalize()}"
+            aliases.append(alias)
+            head_import = f"from {proj.package}.api.{version}.{v['module']} import {kind}, {kind}Spec\n"
+            code = code.replace(
+                head_import,
+                head_import + f"from {proj.package}.api.{spoke}.{v['module']} import {kind} as {alias}\n",
+                1,
+            )
+            test += project_mod.render(tw.TEST_CONVERSION, **v, spoke=spoke, spoke_alias=alias)
+        written.append(_make_hub(proj, version, v))
+        chain += f"\n        .with_conversion({', '.join(aliases)})"
+        test = test.replace(
+            f"from {proj.package}.webhooks.{version} import",
+            "".join(
+                f"from {proj.package}.api.{s}.{v['module']} import {kind} as {kind}{s.capitalize()}\n"
+                for s in spokes
+            )
+            + f"from {proj.package}.webhooks.{version} import",
+            1,
+        )
+    calls = chain.split("\n        ")[1:]
+    builder = f"webhook.WebhookBuilder(manager, {kind})"
+    if len(calls) == 1:
+        body = f"return {builder}{calls[0]}.complete()"
+    else:
+        body = f"return (\n        {builder}{chain}\n        .complete()\n    )"
+    code += project_mod.render(tw.SETUP, **v, body=body)
     pkg = proj.root / proj.package
     module = v["module"]
-    written = []
     for init in (pkg / "webhooks" / "__init__.py", pkg / "webhooks" / version / "__init__.py"):
         if not init.exists():
             written.append(project_mod.write_new(init, f'"""Webhooks of the {proj.name} operator."""\n'))
@@ -217,10 +280,73 @@ def create_webhook(
     main = pkg / "main.py"
     alias = f"{module}_{version}_webhook"
     project_mod.insert_at_marker(
-        main, "imports", f"from {proj.package}.webhooks.{version} import {module} as {alias}"
+        main,
+        "imports",
+        f"from {proj.package}.webhooks.{version} import {module} as {alias}",
+        sorted_below=True,
     )
     project_mod.insert_at_marker(main, "setup", f"{alias}.setup(manager)")
     written.append(main)
-    res["webhooks"] = {"defaulting": defaulting, "validation": validation}
+    res["webhooks"] = {"defaulting": defaulting, "validation": validation, "conversion": list(spokes)}
     proj.save()
     return written
+
+
+def _replace_once(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    if old not in text:
+        raise project_mod.ScaffoldError(f"{path}: expected {old.strip()!r} (was the file edited?)")
+    path.write_text(text.replace(old, new, 1))
+
+
+def _make_hub(proj: project_mod.Project, version: str, v: dict[str, str]) -> Path:
+    """Mark the ``version`` type the hub (``@conversion.hub``)."""
+    path = proj.root / proj.package / "api" / version / f"{v['module']}.py"
+    if "@conversion.hub" not in path.read_text():
+        _replace_once(
+            path,
+            "from kplane.runtime import markers\n",
+            "from kplane.runtime import markers\nfrom kplane.runtime.webhook import conversion\n",
+        )
+        _replace_once(path, "\n@markers.kind(", "\n@conversion.hub\n@markers.kind(")
+    return path
+
+
+def _make_spoke(
+    proj: project_mod.Project, group: str, hub: str, kind: str, spoke: str, v: dict[str, str]
+) -> list[Path]:
+    """Give the ``spoke`` version's type ``convert_to``/``convert_from`` through the hub."""
+    project_mod.check_names(group, spoke, kind)
+    if spoke == hub:
+        raise project_mod.ScaffoldError(f"the spoke {spoke} is the hub version itself")
+    res = proj.resource(group, spoke, kind)
+    if res is None or not res.get("api"):
+        raise project_mod.ScaffoldError(
+            f"{kind} {group}/{spoke} has no type here: run `kplane create api --version {spoke}` first"
+        )
+    path = proj.root / proj.package / "api" / spoke / f"{v['module']}.py"
+    if "def convert_to" in path.read_text():
+        raise project_mod.ScaffoldError(f"{path} already converts")
+    _replace_once(
+        path,
+        f"from {proj.package}.api.{spoke} import GROUP, VERSION\n",
+        f"from {proj.package}.api.{hub}.{v['module']} import {kind} as Hub{kind}\n"
+        f"from {proj.package}.api.{spoke} import GROUP, VERSION\n",
+    )
+    path.write_text(path.read_text() + project_mod.render(tw.SPOKE_METHODS, **v, spoke=spoke))
+    return [path]
+
+
+def _ensure_storage_version(proj: project_mod.Project, group: str, kind: str, module: str) -> list[Path]:
+    """With a second version of a kind, mark the first one the storage version (a CRD of several
+    versions needs exactly one; the new version is served, not stored)."""
+    versions = [
+        r["version"] for r in proj.resources if (r["group"], r["kind"]) == (group, kind) and r.get("api")
+    ]
+    if not versions:
+        return []
+    paths = [proj.root / proj.package / "api" / ver / f"{module}.py" for ver in versions]
+    if any("storage=True" in p.read_text() for p in paths if p.exists()):
+        return []
+    _replace_once(paths[0], "    status=True,\n", "    status=True,\n    storage=True,\n")
+    return [paths[0]]

@@ -120,17 +120,25 @@ def write_new(path: Path, text: str, *, force: bool = False) -> Path:
     return path
 
 
-def insert_at_marker(path: Path, marker: str, line: str) -> bool:
-    """Add ``line`` just above ``# kplane:scaffold:<marker>`` in ``path`` unless already present."""
-    text = path.read_text()
+def insert_at_marker(path: Path, marker: str, line: str, *, sorted_below: bool = False) -> bool:
+    """Add ``line`` at ``# kplane:scaffold:<marker>`` in ``path`` unless already present: just above
+    the marker, indented as it is; or, with ``sorted_below``, into the run of lines just below the
+    marker, kept sorted (import blocks, so that isort-style linters accept them)."""
     tag = f"# kplane:scaffold:{marker}"
-    lines = text.splitlines(keepends=True)
+    lines = path.read_text().splitlines(keepends=True)
+    if any(other.strip() == line.strip() for other in lines):
+        return False
     for i, existing in enumerate(lines):
-        if existing.strip() == tag:
-            indent = existing[: len(existing) - len(existing.lstrip())]
-            if any(other.strip() == line.strip() for other in lines):
-                return False
+        if existing.strip() != tag:
+            continue
+        indent = existing[: len(existing) - len(existing.lstrip())]
+        if sorted_below:
+            end = i + 1
+            while end < len(lines) and lines[end].strip():
+                end += 1
+            lines[i + 1 : end] = sorted([*lines[i + 1 : end], f"{indent}{line}\n"])
+        else:
             lines.insert(i, f"{indent}{line}\n")
-            path.write_text("".join(lines))
-            return True
+        path.write_text("".join(lines))
+        return True
     raise ScaffoldError(f"{path}: marker {tag!r} not found; add it where new lines should go")

@@ -57,16 +57,13 @@ SETUP = '''
 
 def setup(manager: runtime.Manager) -> list[str]:
     """Serve this kind's webhooks on ``manager``'s webhook server; returns their paths."""
-    builder = webhook.WebhookBuilder(manager, $kind)
-    return builder$chain.complete()
+    $body
 '''
 
 TEST_HEAD = '''"""The $kind webhooks: admission requests as the API server sends them, and the answers."""
 
 from __future__ import annotations
 
-import base64
-import json
 from typing import Any
 
 from kplane.runtime import webhook
@@ -92,8 +89,8 @@ async def test_defaulting_patches_in_the_default() -> None:
     handler = webhook.DefaultingHandler($kind, hooks.${kind}Defaulter())
     response = await handler(request("CREATE", sample()))
     assert response.allowed
-    patch = json.loads(base64.b64decode(response.to_dict()["patch"]))
-    assert patch == [{"op": "add", "path": "/spec/foo", "value": "default"}]
+    assert response.patch == [{"op": "add", "path": "/spec/foo", "value": "default"}]
+    assert response.to_dict()["patchType"] == "JSONPatch"
     unchanged = await handler(request("CREATE", sample(foo="mine")))
     assert unchanged.allowed and not unchanged.patch
 """
@@ -108,4 +105,38 @@ async def test_validation_refuses_an_empty_foo() -> None:
     assert "spec.foo" in refused.status["message"]
     allowed = await handler(request("UPDATE", sample(foo="x"), sample(foo="y")))
     assert allowed.allowed
+"""
+
+SPOKE_METHODS = '''
+    def convert_to(self) -> Hub$kind:
+        """This $spoke $kind as the hub version ($version)."""
+        # TODO(user): map the fields that differ between the versions.
+        as_hub = {**msgspec.to_builtins(self), "apiVersion": "$full_group/$version"}
+        return msgspec.convert(as_hub, Hub$kind)
+
+    @classmethod
+    def convert_from(cls, hub: Hub$kind) -> $kind:
+        """The hub ($version) $kind as this version ($spoke)."""
+        # TODO(user): map the fields that differ between the versions.
+        as_spoke = {**msgspec.to_builtins(hub), "apiVersion": "$full_group/$spoke"}
+        return msgspec.convert(as_spoke, cls)
+'''
+
+TEST_CONVERSION = """
+
+def test_conversion_to_${spoke}_and_back() -> None:
+    converter = webhook.Converter([$kind, $spoke_alias])
+    stored = sample(foo="bar")
+
+    def review(desired: str, obj: dict[str, Any]) -> dict[str, Any]:
+        request = {"uid": "1", "desiredAPIVersion": desired, "objects": [obj]}
+        body = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": request}
+        response: dict[str, Any] = converter.review(body)["response"]
+        assert response["result"]["status"] == "Success", response["result"]
+        converted: dict[str, Any] = response["convertedObjects"][0]
+        return converted
+
+    older = review("$full_group/$spoke", stored)
+    assert older["apiVersion"] == "$full_group/$spoke"
+    assert review("$full_group/$version", older) == stored
 """

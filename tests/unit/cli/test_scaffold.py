@@ -36,8 +36,11 @@ def test_scaffolded_project_tests_pass(tmp_path: Path) -> None:
     assert kplane("init", str(root), "--domain", "example.com") == 0
     assert kplane("create", "api", "--project-dir", str(root), "--group", "fleet", "--version", "v1",
                   "--kind", "FrigateShip") == 0  # fmt: skip
+    assert kplane("create", "api", "--project-dir", str(root), "--group", "fleet", "--version", "v2",
+                  "--kind", "FrigateShip", "--controller", "false") == 0  # fmt: skip
     assert kplane("create", "webhook", "--project-dir", str(root), "--group", "fleet", "--version", "v1",
-                  "--kind", "FrigateShip", "--defaulting", "--programmatic-validation") == 0  # fmt: skip
+                  "--kind", "FrigateShip", "--defaulting", "--programmatic-validation",
+                  "--conversion", "--spoke", "v2") == 0  # fmt: skip
     pkg = root / "ship_ops"
     for rel in (
         "pyproject.toml",
@@ -60,7 +63,10 @@ def test_scaffolded_project_tests_pass(tmp_path: Path) -> None:
 
     result = run_in(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "5 passed" in result.stdout  # main (2), controller, defaulting, validation
+    assert "6 passed" in result.stdout  # main (2), controller, defaulting, validation, conversion
+    # The generated code is lint-clean as generated (the project's own ruff settings).
+    lint = run_in(root, "-m", "ruff", "check", "--no-cache", ".")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
 
     # `make manifests`' commands: the CRD and the role come from the project's code.
     gen = [*("-m", "kplane.cli.main", "generate")]
@@ -68,7 +74,9 @@ def test_scaffolded_project_tests_pass(tmp_path: Path) -> None:
     assert run_in(root, *gen, "rbac", "--paths", "ship_ops.controllers").returncode == 0
     crd = yaml.safe_load((root / "config/crd/bases/fleet.example.com_frigateships.yaml").read_text())
     assert crd["metadata"]["name"] == "frigateships.fleet.example.com"
-    assert crd["spec"]["versions"][0]["subresources"] == {"status": {}}
+    assert [(v["name"], v["storage"]) for v in crd["spec"]["versions"]] == [("v2", False), ("v1", True)]
+    assert crd["spec"]["versions"][1]["subresources"] == {"status": {}}
+    assert "@conversion.hub" in (pkg / "api/v1/frigate_ship.py").read_text()
     role = yaml.safe_load((root / "config/rbac/role.yaml").read_text())
     assert {
         "apiGroups": ["fleet.example.com"],
