@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -223,3 +224,47 @@ async def test_endpoints_and_slices_follow_ready_pods(tmp_path: Path) -> None:
                 assert (await dc.resource(endpointslices.ENDPOINTSLICES, ns).list())["items"] == []
 
             await rs.eventually(cleaned)
+
+
+def test_kplane_serve_runs_cluster_services(cluster: e2e.Server) -> None:
+    """``kplane serve`` (its default controllers): a new namespace gets ``default`` and
+    ``kube-root-ca.crt`` at once, and an exposed running pod is listed by its Service's Endpoints
+    and EndpointSlice."""
+    ns = f"sv-{uuid.uuid4().hex[:6]}"
+    cluster.kubectl("create", "namespace", ns)
+
+    def settled(check: Any) -> Any:
+        deadline = time.monotonic() + 30
+        while True:
+            result = check()
+            if result or time.monotonic() > deadline:
+                return result
+            time.sleep(0.1)
+
+    def has(kind: str, name: str) -> bool:
+        return cluster.kubectl("-n", ns, "get", kind, name, check=False).returncode == 0
+
+    assert settled(lambda: has("serviceaccount", "default") and has("configmap", "kube-root-ca.crt"))
+    cluster.kubectl("-n", ns, "run", "web", "--image=nginx", "--port=80", "--labels=app=web")
+    cluster.kubectl("-n", ns, "expose", "pod", "web", "--port=8080", "--target-port=80")
+
+    def pod_ip() -> str:
+        pod = json.loads(cluster.kubectl("-n", ns, "get", "pod", "web", "-o", "json").stdout)
+        ready = any(
+            c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", ())
+        )
+        return str(pod["status"].get("podIP", "")) if ready else ""
+
+    ip = settled(pod_ip)
+    assert ip
+    assert settled(lambda: f"{ip}:80" in cluster.kubectl("-n", ns, "get", "endpoints", "web").stdout)
+
+    def slice_endpoints() -> list[Any]:
+        out = cluster.kubectl(
+            "-n", ns, "get", "endpointslices", "-l", "kubernetes.io/service-name=web", "-o", "json"
+        ).stdout
+        return [e for s in json.loads(out)["items"] for e in s.get("endpoints") or ()]
+
+    eps = settled(slice_endpoints)
+    assert [e["addresses"] for e in eps] == [[ip]]
+    assert eps[0]["conditions"] == {"ready": True, "serving": True, "terminating": False}

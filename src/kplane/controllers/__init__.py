@@ -1,6 +1,8 @@
 """kplane's built-in controllers, written with ``kplane.runtime`` and reaching the server only over
 its API: simulated nodes (``nodes``), the scheduler (``scheduler``), the simulated kubelet
-(``kubelet``) and the node lifecycle controller (``nodelifecycle``). ``install`` adds them to a
+(``kubelet``), the node lifecycle controller (``nodelifecycle``), the per-namespace ``default``
+ServiceAccount and ``kube-root-ca.crt`` (``serviceaccounts``), Endpoints and EndpointSlices
+(``endpoints``, ``endpointslices``). ``install`` adds them to a
 manager; ``kplane serve`` runs them in its process over loopback.
 """
 
@@ -15,8 +17,20 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     """Add the node, scheduler, kubelet and node lifecycle controllers to ``manager`` (before it
     starts). ``nodes`` simulated nodes are registered (0: none, and no kubelet); ``pod_logs`` is
     where the kubelet writes container output (the server's pod log directory)."""
-    from kplane.controllers import kubelet, nodelifecycle, scheduler
+    from kplane.controllers import (
+        endpoints,
+        endpointslices,
+        kubelet,
+        nodelifecycle,
+        scheduler,
+        serviceaccounts,
+    )
     from kplane.controllers import nodes as nodes_mod
+
+    await serviceaccounts.ServiceAccountsController(manager).setup()
+    await serviceaccounts.RootCAPublisher(manager).setup()
+    await endpoints.EndpointsController(manager).setup()
+    await endpointslices.EndpointSliceController(manager).setup()
 
     await scheduler.Scheduler(manager).setup()  # the builder adds each controller to the manager
     manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
