@@ -31,6 +31,12 @@ def add_parser(sub: Any) -> None:
         "--allow-dangerous-types", action="store_true", help="map float to number (refused by default)"
     )
     crds.add_argument("--max-desc-len", type=int, default=None, help="truncate descriptions (0 drops them)")
+    crds.add_argument(
+        "--conversion-service",
+        default="",
+        metavar="NAMESPACE/NAME[:PORT]",
+        help="give kinds with a @conversion.hub version a conversion webhook on this Service",
+    )
     crds.set_defaults(func=run_crds)
     roles = what.add_parser("rbac", help="RBAC roles from permissions declared on controllers")
     _paths(roles)
@@ -57,13 +63,23 @@ def run_crds(args: argparse.Namespace) -> int:
         allow_dangerous_types=args.allow_dangerous_types, max_description_length=args.max_desc_len
     )
     try:
-        docs = crdgen.crds(types, options)
+        docs = crdgen.crds(types, options, conversion=_service(args.conversion_service))
     except (crdgen.CRDError, schemagen.SchemaError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     for path in crdgen.write(docs, args.output_dir):
         print(path)
     return 0
+
+
+def _service(text: str) -> crdgen.ConversionService | None:
+    if not text:
+        return None
+    ref, _, port = text.partition(":")
+    namespace, _, name = ref.partition("/")
+    if not namespace or not name or (port and not port.isdigit()):
+        raise SystemExit(f"--conversion-service: expected NAMESPACE/NAME[:PORT], got {text!r}")
+    return crdgen.ConversionService(namespace, name, int(port or 443))
 
 
 def run_rbac(args: argparse.Namespace) -> int:

@@ -272,7 +272,8 @@ test: ## Run the tests against an in-process kplane control plane
 \t$$(PYTHON) -m pytest -q tests
 
 manifests: ## Write CRDs (config/crd/bases) and RBAC (config/rbac) from the code
-\t$$(KPLANE) generate crds --paths $$(PACKAGE).api --output-dir config/crd/bases
+\t$$(KPLANE) generate crds --paths $$(PACKAGE).api --output-dir config/crd/bases \\
+\t\t--conversion-service $project-system/$project-webhook-service
 \t$$(KPLANE) generate rbac --paths $$(PACKAGE).controllers --output-dir config/rbac
 
 install: manifests ## Install the CRDs into the current kubeconfig's cluster

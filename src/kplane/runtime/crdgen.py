@@ -11,12 +11,18 @@ the types' versions (reference/controllers.md §7.2-7.3):
   (``schemagen``), ``subresources`` (status, scale) and ``additionalPrinterColumns``;
 * versions ordered by Kubernetes version priority (v2 > v1 > v1beta1 > v1alpha1).
 
+With ``conversion`` (a ``ConversionService``), a kind of several versions one of which is the
+``@conversion.hub`` gets ``spec.conversion``: strategy Webhook, ConversionReview v1, the service's
+``/convert`` (kubebuilder adds the same stanza through a kustomize patch; the CA bundle is left to
+whoever issues the certificate).
+
 ``write(crds, directory)`` writes each to ``<group>_<plural>.yaml`` (controller-gen's
 ``config/crd/bases`` file names) as a ``---``-led YAML document with sorted keys.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,8 +31,26 @@ from typing import Any
 import yaml
 
 from kplane.runtime import markers, schemagen
+from kplane.runtime.webhook import conversion as conversion_mod
 
 CRD = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class ConversionService:
+    """Where the API server reaches the conversion webhook: a Service and port, path ``/convert``."""
+
+    namespace: str
+    name: str
+    port: int = 443
+    path: str = "/convert"
+
+    def stanza(self) -> dict[str, Any]:
+        service = {"name": self.name, "namespace": self.namespace, "path": self.path, "port": self.port}
+        return {
+            "strategy": "Webhook",
+            "webhook": {"clientConfig": {"service": service}, "conversionReviewVersions": ["v1"]},
+        }
 
 
 class CRDError(ValueError):
@@ -42,14 +66,24 @@ def root_types(candidates: Iterable[Any]) -> list[type[Any]]:
     return seen
 
 
-def crds(types: Iterable[type[Any]], options: schemagen.Options = schemagen.DEFAULT_OPTIONS) -> list[CRD]:
+def crds(
+    types: Iterable[type[Any]],
+    options: schemagen.Options = schemagen.DEFAULT_OPTIONS,
+    *,
+    conversion: ConversionService | None = None,
+) -> list[CRD]:
     """One CRD per (group, kind) of ``types``, sorted by CRD name."""
     by_kind: dict[tuple[str, str], list[type[Any]]] = {}
     for cls in root_types(types):
         info = markers.kind_info(cls)
         assert info is not None
         by_kind.setdefault((info.group, info.kind), []).append(cls)
-    out = [_crd(classes, options) for classes in by_kind.values()]
+    out = []
+    for classes in by_kind.values():
+        crd = _crd(classes, options)
+        if conversion is not None and len(classes) > 1 and any(conversion_mod.is_hub(c) for c in classes):
+            crd["spec"]["conversion"] = conversion.stanza()
+        out.append(crd)
     return sorted(out, key=lambda crd: str(crd["metadata"]["name"]))
 
 

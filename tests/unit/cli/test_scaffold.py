@@ -70,13 +70,17 @@ def test_scaffolded_project_tests_pass(tmp_path: Path) -> None:
 
     # `make manifests`' commands: the CRD and the role come from the project's code.
     gen = [*("-m", "kplane.cli.main", "generate")]
-    assert run_in(root, *gen, "crds", "--paths", "ship_ops.api").returncode == 0
+    service = ["--conversion-service", "ship-ops-system/ship-ops-webhook-service"]
+    assert run_in(root, *gen, "crds", "--paths", "ship_ops.api", *service).returncode == 0
     assert run_in(root, *gen, "rbac", "--paths", "ship_ops.controllers").returncode == 0
     crd = yaml.safe_load((root / "config/crd/bases/fleet.example.com_frigateships.yaml").read_text())
     assert crd["metadata"]["name"] == "frigateships.fleet.example.com"
     assert [(v["name"], v["storage"]) for v in crd["spec"]["versions"]] == [("v2", False), ("v1", True)]
     assert crd["spec"]["versions"][1]["subresources"] == {"status": {}}
     assert "@conversion.hub" in (pkg / "api/v1/frigate_ship.py").read_text()
+    assert (
+        crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["name"] == "ship-ops-webhook-service"
+    )
     role = yaml.safe_load((root / "config/rbac/role.yaml").read_text())
     assert {
         "apiGroups": ["fleet.example.com"],

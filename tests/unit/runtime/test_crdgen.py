@@ -15,6 +15,7 @@ import yaml
 
 from kplane.cli import main as cli
 from kplane.runtime import crdgen, markers, naming, rbac, schemagen
+from kplane.runtime.webhook import conversion
 from tests.unit.runtime.crdtypes import widgets
 
 
@@ -187,6 +188,42 @@ def test_storage_version_rules() -> None:
 
     with pytest.raises(crdgen.CRDError, match="scope"):
         crdgen.crds([A, C])
+
+
+def test_conversion_stanza_for_kinds_with_a_hub() -> None:
+    @markers.kind(group="x.dev", version="v1", kind="Hubbed", storage=True)
+    @conversion.hub
+    class H1(msgspec.Struct):
+        pass
+
+    @markers.kind(group="x.dev", version="v2", kind="Hubbed")
+    class H2(msgspec.Struct):
+        pass
+
+    service = crdgen.ConversionService("ops-system", "ops-webhook-service")
+    [hubbed] = crdgen.crds([H1, H2], conversion=service)
+    # The stanza kubebuilder's webhook_in_<plural>.yaml patch adds (apiextensions.k8s.io/v1
+    # CustomResourceConversion: strategy Webhook, clientConfig.service, conversionReviewVersions).
+    assert hubbed["spec"]["conversion"] == {
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {
+                "service": {
+                    "name": "ops-webhook-service",
+                    "namespace": "ops-system",
+                    "path": "/convert",
+                    "port": 443,
+                }
+            },
+            "conversionReviewVersions": ["v1"],
+        },
+    }
+    # Without a hub, or with one version only, no stanza (conversion None: only apiVersion changes).
+    assert "conversion" not in crdgen.crds([H1], conversion=service)[0]["spec"]
+    assert (
+        "conversion"
+        not in crdgen.crds([widgets.Widget, widgets.WidgetV1beta1], conversion=service)[0]["spec"]
+    )
 
 
 def test_kind_sets_gvk_and_names() -> None:
