@@ -354,3 +354,13 @@ def deployment(
 def cm_path(ns: str = "default", name: str | None = None) -> str:
     base = f"/api/v1/namespaces/{ns}/configmaps"
     return f"{base}/{name}" if name else base
+
+
+def until(check: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1) -> Any:
+    """Call ``check`` until it returns something truthy or ``timeout`` seconds pass; its last result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result or time.monotonic() > deadline:
+            return result
+        time.sleep(interval)

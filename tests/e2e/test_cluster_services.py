@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from kplane import testing
 from kplane.client import dynamic
 from kplane.controllers import endpoints, endpointslices, endpointutil, serviceaccounts, workload
 from tests.e2e import conftest as e2e
+from tests.e2e import helpers
 from tests.e2e import runtime_support as rs
 
 pytestmark = [e2e.requires_kubectl, pytest.mark.timeout(120)]
@@ -233,18 +233,10 @@ def test_kplane_serve_runs_cluster_services(cluster: e2e.Server) -> None:
     ns = f"sv-{uuid.uuid4().hex[:6]}"
     cluster.kubectl("create", "namespace", ns)
 
-    def settled(check: Any) -> Any:
-        deadline = time.monotonic() + 30
-        while True:
-            result = check()
-            if result or time.monotonic() > deadline:
-                return result
-            time.sleep(0.1)
-
     def has(kind: str, name: str) -> bool:
         return cluster.kubectl("-n", ns, "get", kind, name, check=False).returncode == 0
 
-    assert settled(lambda: has("serviceaccount", "default") and has("configmap", "kube-root-ca.crt"))
+    assert helpers.until(lambda: has("serviceaccount", "default") and has("configmap", "kube-root-ca.crt"))
     cluster.kubectl("-n", ns, "run", "web", "--image=nginx", "--port=80", "--labels=app=web")
     cluster.kubectl("-n", ns, "expose", "pod", "web", "--port=8080", "--target-port=80")
 
@@ -255,9 +247,9 @@ def test_kplane_serve_runs_cluster_services(cluster: e2e.Server) -> None:
         )
         return str(pod["status"].get("podIP", "")) if ready else ""
 
-    ip = settled(pod_ip)
+    ip = helpers.until(pod_ip)
     assert ip
-    assert settled(lambda: f"{ip}:80" in cluster.kubectl("-n", ns, "get", "endpoints", "web").stdout)
+    assert helpers.until(lambda: f"{ip}:80" in cluster.kubectl("-n", ns, "get", "endpoints", "web").stdout)
 
     def slice_endpoints() -> list[Any]:
         out = cluster.kubectl(
@@ -265,6 +257,6 @@ def test_kplane_serve_runs_cluster_services(cluster: e2e.Server) -> None:
         ).stdout
         return [e for s in json.loads(out)["items"] for e in s.get("endpoints") or ()]
 
-    eps = settled(slice_endpoints)
+    eps = helpers.until(slice_endpoints)
     assert [e["addresses"] for e in eps] == [[ip]]
     assert eps[0]["conditions"] == {"ready": True, "serving": True, "terminating": False}

@@ -2,7 +2,7 @@
 its API: simulated nodes (``nodes``), the scheduler (``scheduler``), the simulated kubelet
 (``kubelet``), the node lifecycle controller (``nodelifecycle``), the per-namespace ``default``
 ServiceAccount and ``kube-root-ca.crt`` (``serviceaccounts``), Endpoints and EndpointSlices
-(``endpoints``, ``endpointslices``). ``install`` adds them to a
+(``endpoints``, ``endpointslices``), Jobs (``jobs``). ``install`` adds them to a
 manager; ``kplane serve`` runs them in its process over loopback.
 """
 
@@ -20,6 +20,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     from kplane.controllers import (
         endpoints,
         endpointslices,
+        jobs,
         kubelet,
         nodelifecycle,
         scheduler,
@@ -31,6 +32,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     await serviceaccounts.RootCAPublisher(manager).setup()
     await endpoints.EndpointsController(manager).setup()
     await endpointslices.EndpointSliceController(manager).setup()
+    await jobs.JobController(manager).setup()
 
     await scheduler.Scheduler(manager).setup()  # the builder adds each controller to the manager
     manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
