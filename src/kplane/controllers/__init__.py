@@ -2,7 +2,7 @@
 its API: simulated nodes (``nodes``), the scheduler (``scheduler``), the simulated kubelet
 (``kubelet``), the node lifecycle controller (``nodelifecycle``), the per-namespace ``default``
 ServiceAccount and ``kube-root-ca.crt`` (``serviceaccounts``), Endpoints and EndpointSlices
-(``endpoints``, ``endpointslices``), Jobs (``jobs``). ``install`` adds them to a
+(``endpoints``, ``endpointslices``), Jobs (``jobs``), CronJobs (``cronjobs``). ``install`` adds them to a
 manager; ``kplane serve`` runs them in its process over loopback.
 """
 
@@ -18,6 +18,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     starts). ``nodes`` simulated nodes are registered (0: none, and no kubelet); ``pod_logs`` is
     where the kubelet writes container output (the server's pod log directory)."""
     from kplane.controllers import (
+        cronjobs,
         endpoints,
         endpointslices,
         jobs,
@@ -33,6 +34,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     await endpoints.EndpointsController(manager).setup()
     await endpointslices.EndpointSliceController(manager).setup()
     await jobs.JobController(manager).setup()
+    await cronjobs.CronJobController(manager).setup()
 
     await scheduler.Scheduler(manager).setup()  # the builder adds each controller to the manager
     manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
