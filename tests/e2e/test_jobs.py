@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import conftest as e2e
+from tests.e2e import helpers
 
 pytestmark = [e2e.requires_kubectl, pytest.mark.timeout(120)]
 
@@ -140,3 +141,10 @@ def test_indexed_job_and_deadline(cluster: e2e.Server) -> None:
     cluster.kubectl("wait", "--for=condition=Failed", "job/slow", "--timeout=60s")
     conds = _conditions(_get(cluster, "job", "slow"))
     assert conds["Failed"] == ("True", "DeadlineExceeded", "Job was active longer than specified deadline")
+
+
+def test_ttl_after_finished_deletes_the_job(cluster: e2e.Server) -> None:
+    _apply(cluster, _job("brief", annotations={"kplane.dev/run-seconds": "0.1"}, ttlSecondsAfterFinished=1))
+    cluster.kubectl("wait", "--for=condition=Complete", "job/brief", "--timeout=60s")
+    gone = helpers.until(lambda: cluster.kubectl("get", "job", "brief", check=False).returncode != 0)
+    assert gone

@@ -2,8 +2,9 @@
 its API: simulated nodes (``nodes``), the scheduler (``scheduler``), the simulated kubelet
 (``kubelet``), the node lifecycle controller (``nodelifecycle``), the per-namespace ``default``
 ServiceAccount and ``kube-root-ca.crt`` (``serviceaccounts``), Endpoints and EndpointSlices
-(``endpoints``, ``endpointslices``), Jobs (``jobs``), CronJobs (``cronjobs``). ``install`` adds them to a
-manager; ``kplane serve`` runs them in its process over loopback.
+(``endpoints``, ``endpointslices``), Jobs (``jobs``), CronJobs (``cronjobs``) and TTL-after-finished
+(``ttlafterfinished``). ``install`` adds them to a manager; ``kplane serve`` runs them in its process
+over loopback.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
         nodelifecycle,
         scheduler,
         serviceaccounts,
+        ttlafterfinished,
     )
     from kplane.controllers import nodes as nodes_mod
 
@@ -35,6 +37,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     await endpointslices.EndpointSliceController(manager).setup()
     await jobs.JobController(manager).setup()
     await cronjobs.CronJobController(manager).setup()
+    await ttlafterfinished.TTLAfterFinishedController(manager).setup()
 
     await scheduler.Scheduler(manager).setup()  # the builder adds each controller to the manager
     manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
