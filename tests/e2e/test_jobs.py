@@ -148,3 +148,22 @@ def test_ttl_after_finished_deletes_the_job(cluster: e2e.Server) -> None:
     cluster.kubectl("wait", "--for=condition=Complete", "job/brief", "--timeout=60s")
     gone = helpers.until(lambda: cluster.kubectl("get", "job", "brief", check=False).returncode != 0)
     assert gone
+
+
+def test_pods_of_a_deleted_job_lose_the_tracking_finalizer(cluster: e2e.Server) -> None:
+    _apply(cluster, _job("gone", annotations={}, parallelism=2, completions=2))
+
+    def pods() -> list[dict[str, Any]]:
+        out = cluster.kubectl("get", "pods", "-l", "job-name=gone", "-o", "json").stdout
+        return list(json.loads(out)["items"])
+
+    def tracked() -> bool:
+        items = pods()
+        return len(items) == 2 and all(TRACKING in (p["metadata"].get("finalizers") or ()) for p in items)
+
+    assert helpers.until(tracked)
+    cluster.kubectl("delete", "job", "gone", "--wait=false")
+    assert helpers.until(lambda: all(TRACKING not in (p["metadata"].get("finalizers") or ()) for p in pods()))
+
+
+TRACKING = "batch.kubernetes.io/job-tracking"

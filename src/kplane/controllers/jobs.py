@@ -27,6 +27,8 @@ A sync reads the Job's pods from the server (uncached, so pods it just created a
 Departures: ``podFailurePolicy``, ``backoffLimitPerIndex``, ``successPolicy`` and ``managedBy`` are
 not implemented (such Jobs are handled as if unset); the back-off counts every failure of the Job
 rather than those since the last success.
+
+Pods whose Job is gone lose the tracking finalizer (so a Background-deleted Job's pods can go).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from kplane.client import options as options_mod
 from kplane.controllers import jobutil, workload
 from kplane.controllers.jobutil import TRACKING_FINALIZER
 from kplane.controllers.workload import Object, meta
+from kplane.runtime import ownership
 
 COMPONENT = "job-controller"
 MAX_PER_SYNC = 500
@@ -96,6 +99,7 @@ class JobController:
         try:
             job = await self.client.get(jobutil.JOBS, request.name, request.namespace)
         except errors.NotFound:
+            await self._release_orphans(request)
             return None
         job = {**job, "apiVersion": "batch/v1", "kind": "Job"}
         pods = await self._pods(job)
@@ -107,6 +111,16 @@ class JobController:
             return None
         sync = _Sync(self, job, pods)
         return await sync.run()
+
+    async def _release_orphans(self, request: runtime.Request) -> None:
+        """Strip the tracking finalizer from pods whose Job is gone (else they could never go)."""
+        orphans = []
+        for pod in await self.client.list(workload.PODS, request.namespace):
+            ref = ownership.controller_of(pod) or {}
+            mine = ref.get("kind") == "Job" and ref.get("name") == request.name
+            if mine and TRACKING_FINALIZER in (meta(pod).get("finalizers") or ()):
+                orphans.append(pod)
+        await self._strip_finalizers(orphans)
 
     async def _pods(self, job: Object) -> list[Object]:
         ns = meta(job)["namespace"]
