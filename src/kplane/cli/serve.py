@@ -93,6 +93,16 @@ def add_parser(sub: Any) -> None:
         help="EncryptionConfiguration (apiserver.config.k8s.io/v1) for encrypting resources at rest",
     )
     p.add_argument(
+        "--enable-admission-plugins",
+        default="",
+        help="admission plugins to enable besides the default ones (comma-separated, upstream's names)",
+    )
+    p.add_argument(
+        "--disable-admission-plugins",
+        default="",
+        help="default admission plugins to disable (comma-separated, upstream's names)",
+    )
+    p.add_argument(
         "--history-window",
         type=int,
         default=10_000,
@@ -157,11 +167,14 @@ def _start_failure(err: Exception, data_dir: Path) -> str:
     """What failed at start-up, in one line: the address, a file, or the store."""
     from kplane.api import errors
     from kplane.server import app, storage
+    from kplane.server.admission import chain
     from kplane.server.audit.policy import InvalidPolicy
     from kplane.server.storage.encryption.config import InvalidEncryptionConfig
 
     if isinstance(err, InvalidPolicy):
         return f"cannot start: --audit-policy-file: {err}"
+    if isinstance(err, chain.UnknownPlugin):
+        return f"cannot start: admission plugins: {err}"
     if isinstance(err, InvalidEncryptionConfig):
         return f"cannot start: --encryption-provider-config: {err}"
     if isinstance(err, app.ListenError):
@@ -204,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
         history_window=args.history_window,
         watch_bookmark_interval=args.watch_bookmark_interval,
         schema_validation=not args.no_schema_validation,
+        enable_admission_plugins=args.enable_admission_plugins,
+        disable_admission_plugins=args.disable_admission_plugins,
         read_header_timeout=args.read_header_timeout,
         idle_timeout=args.idle_timeout,
         authorization_mode=args.authorization_mode,

@@ -23,14 +23,17 @@ from kplane._util.clock import Clock, RealClock
 from kplane.api.builtin import builtin_catalog
 from kplane.api.catalog import Catalog
 from kplane.server import connections, storage
+from kplane.server.admission import chain as admission_chain
+from kplane.server.admission import plugin, priority
 from kplane.server.auth import authn, authz, certs, jwt, kubeconfig, rbac, rbac_escalation, serviceaccounts
 from kplane.server.endpoints import health, installer, metrics, nonresource, oidc
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
 from kplane.server.filters.inflight import Limits
 from kplane.server.filters.types import Filter
-from kplane.server.registry import apibootstrap, apistrategies, bootstrap, rbacpolicy
+from kplane.server.registry import apibootstrap, apistrategies, bootstrap, crds, rbacpolicy
 from kplane.server.registry.crds import CRDController
+from kplane.server.registry.fieldschema import SchemaStep
 from kplane.server.registry.namespaces import NamespaceLifecycle
 from kplane.server.registry.store import Registry
 from kplane.server.registry.tokensecrets import TokenSecrets
@@ -86,6 +89,10 @@ class ServerConfig:
     history_window: int = 10_000
     kubeconfig_path: Path | None = None
     schema_validation: bool = True  # False only to measure what validation costs
+    enable_admission_plugins: str = ""
+    """Comma list of admission plugins enabled besides the default-on ones (upstream's names)."""
+    disable_admission_plugins: str = ""
+    """Comma list of default-on admission plugins to disable."""
     read_header_timeout: float = connections.READ_HEADER_TIMEOUT  # seconds to send request headers
     idle_timeout: float = connections.IDLE_TIMEOUT  # seconds a kept-alive connection may sit idle
     clock: Clock = field(default_factory=RealClock)
@@ -180,17 +187,26 @@ class APIServer:
             metrics.resource_of_key(prefix): n for prefix, n in cache.object_counts().items()
         }
         await self.storage.start()
-        self.registry = Registry(self.storage, cfg.clock)
-        self.registry.schema.enabled = cfg.schema_validation
+        admission = admission_chain.build(
+            admission_chain.enabled([cfg.enable_admission_plugins], [cfg.disable_admission_plugins]),
+            plugin.Context(self.storage, self.catalog, cfg.clock),
+        )
+        self.registry = Registry(
+            self.storage,
+            cfg.clock,
+            admission=admission,
+            strategies={**apistrategies.table(cfg.clock), **crds.strategies(cfg.clock)},
+            schema=SchemaStep(enabled=cfg.schema_validation),
+        )
         self._namespaces = NamespaceLifecycle(self.registry, self.catalog, cfg.clock)
         await self._namespaces.bootstrap()
         self._crds = CRDController(self.registry, self.catalog, cfg.clock)
         await self._crds.start()
         self._hooks.update(("start-apiextensions-controllers", "crd-informer-synced"))
-        apistrategies.install(self.registry, cfg.clock)
         self._crd_apiservices = apibootstrap.CRDAPIServices(self.registry, self.catalog)
         authorizer = await self._start_rbac()
         await apibootstrap.ensure_api_objects(self.registry, self.catalog)
+        await priority.ensure_system_classes(self.registry, self.catalog)
         await self._crd_apiservices.reconcile()
         self._hooks.update(("priority-and-fairness-config-producer", "apiservice-registration-controller"))
 
@@ -209,7 +225,6 @@ class APIServer:
         handler = installer.APIHandler(
             catalog=self.catalog,
             registry=self.registry,
-            storage=self.storage,
             clock=cfg.clock,
             nonresource=nonres,
             watch_bookmark_interval=cfg.watch_bookmark_interval,

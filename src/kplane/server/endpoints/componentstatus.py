@@ -30,9 +30,7 @@ DEPRECATION = "v1 ComponentStatus is deprecated in v1.19+"
 async def _statuses(scope: Scope) -> list[dict[str, Any]]:
     condition: dict[str, str] = {"type": "Healthy", "status": "True", "message": "ok"}
     try:
-        await scope.storage.get("/registry/core/namespaces/default")
-    except storage.KeyNotFound:
-        pass
+        await scope.registry.ping()
     except storage.StorageError as err:
         condition = {"type": "Healthy", "status": "False", "error": str(err)}
     return [

@@ -250,6 +250,7 @@ async def delete_options(scope: Scope) -> DeleteOptions:
         uid=_str_or_none(pre.get("uid")),
         resource_version=_str_or_none(pre.get("resourceVersion")),
         dry_run=bool(dry) or scope.dry_run(),
+        requester=scope.requester(),
     )
 
 

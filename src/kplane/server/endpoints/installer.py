@@ -17,7 +17,6 @@ from aiohttp import web
 from kplane._util.clock import Clock
 from kplane.api import errors
 from kplane.api.catalog import Catalog, ResourceRecord
-from kplane.server import storage
 from kplane.server.auth import serviceaccounts
 from kplane.server.endpoints import (
     componentstatus,
@@ -88,7 +87,6 @@ class APIHandler:
 
     catalog: Catalog
     registry: Registry
-    storage: storage.Storage
     clock: Clock
     nonresource: nonresource.NonResource
     watch_bookmark_interval: float = 60.0
@@ -113,7 +111,6 @@ class APIHandler:
             info=info,
             record=record,
             registry=self.registry,
-            storage=self.storage,
             clock=self.clock,
             form=negotiation.response_form(
                 request.headers.get("Accept"),

@@ -51,7 +51,7 @@ def list_options(scope: Scope) -> listing.ListOptions:
 
 async def list_(scope: Scope) -> web.StreamResponse:
     opts = list_options(scope)
-    page = await listing.list_objects(scope.storage, scope.record, scope.info.namespace, opts)
+    page = await scope.registry.list(scope.record, scope.info.namespace, opts)
     items = page.items
     if converts(scope.record):
         items = [to_version(scope.record, o) for o in items]
@@ -137,9 +137,7 @@ async def watch(scope: Scope) -> web.StreamResponse:
         if writing and transport is not None:
             transport.abort()
 
-    events = watching.watch_objects(
-        scope.storage, scope.record, scope.info.namespace, opts, scope.clock, on_terminated=give_up
-    )
+    events = scope.registry.watch(scope.record, scope.info.namespace, opts, on_terminated=give_up)
     as_table = scope.form.table
     as_protobuf = scope.form.media == negotiation.PROTOBUF
     metadata_only = scope.form.partial_version if scope.form.partial else ""
@@ -207,8 +205,7 @@ def _frame(kind: str, obj: Object) -> bytes:
 async def delete_collection(scope: Scope) -> web.StreamResponse:
     opts = await delete_options(scope)
     lo = list_options(scope)
-    page = await listing.list_objects(
-        scope.storage,
+    page = await scope.registry.list(
         scope.record,
         scope.info.namespace,
         listing.ListOptions(label_selector=lo.label_selector, field_selector=lo.field_selector),
@@ -224,7 +221,7 @@ async def delete_collection(scope: Scope) -> web.StreamResponse:
     body = {
         "kind": scope.record.list_kind,
         "apiVersion": scope.record.api_version,
-        "metadata": {"resourceVersion": str(scope.storage.current_revision())},
+        "metadata": {"resourceVersion": str(scope.registry.revision())},
         "items": deleted if scope.record.custom else [encoded.untyped(o) for o in deleted],
     }
     return scope.respond_plain(body)

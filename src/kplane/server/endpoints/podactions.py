@@ -106,6 +106,7 @@ async def evict(scope: Scope) -> web.StreamResponse:
         uid=pre.get("uid") if isinstance(pre, dict) else None,
         resource_version=pre.get("resourceVersion") if isinstance(pre, dict) else None,
         dry_run=bool(raw.get("dryRun")) or scope.dry_run(),
+        requester=scope.requester(),
     )
     await scope.registry.delete(scope.record, scope.info.namespace, scope.info.name, opts)
     return scope.respond_plain(SUCCESS, 201)

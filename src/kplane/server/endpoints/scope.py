@@ -13,7 +13,6 @@ from kplane._util.clock import Clock
 from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
-from kplane.server import storage
 from kplane.server.auth import authn
 from kplane.server.endpoints import encoded, negotiation, options, partial
 from kplane.server.endpoints.requestinfo import RequestInfo
@@ -41,7 +40,6 @@ class Scope:
     info: RequestInfo
     record: ResourceRecord
     registry: Registry
-    storage: storage.Storage
     clock: Clock
     form: negotiation.ResponseForm
     watch_bookmark_interval: float = 60.0

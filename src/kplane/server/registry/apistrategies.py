@@ -12,7 +12,6 @@ from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server.registry import objects
 from kplane.server.registry.fieldschema import Requester
-from kplane.server.registry.store import Registry
 from kplane.server.registry.strategy import ListCurrent, Object, Strategy
 
 _APPROVAL_TYPES = ("Approved", "Denied")
@@ -187,11 +186,9 @@ class APIServiceStrategy(Strategy):
         }
 
 
-def install(registry: Registry, clock: Clock) -> None:
-    """Register this module's strategies with ``registry``."""
-    registry.strategies[("certificates.k8s.io", "CertificateSigningRequest")] = (
-        CertificateSigningRequestStrategy()
-    )
-    registry.strategies[("apiregistration.k8s.io", "APIService")] = APIServiceStrategy(
-        lambda: objects.rfc3339(clock)
-    )
+def table(clock: Clock) -> dict[tuple[str, str], Strategy]:
+    """This module's strategies by (group, kind), for the ``Registry``'s construction."""
+    return {
+        ("certificates.k8s.io", "CertificateSigningRequest"): CertificateSigningRequestStrategy(),
+        ("apiregistration.k8s.io", "APIService"): APIServiceStrategy(lambda: objects.rfc3339(clock)),
+    }

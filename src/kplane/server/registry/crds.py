@@ -343,6 +343,11 @@ def fill_status(obj: Object, old: Object | None, now: str) -> None:
     obj["status"] = status
 
 
+def strategies(clock: Clock) -> dict[tuple[str, str], strategy.Strategy]:
+    """This module's strategies by (group, kind), for the ``Registry``'s construction."""
+    return {("apiextensions.k8s.io", "CustomResourceDefinition"): CRDStrategy(clock)}
+
+
 class CRDController:
     """Keeps the catalog equal to the established CRDs, and finishes CRD deletions."""
 
@@ -353,7 +358,6 @@ class CRDController:
         self._task: asyncio.Task[None] | None = None
         self._cleanups: dict[str, asyncio.Task[None]] = {}
         self._establishing: dict[str, asyncio.Task[None]] = {}
-        registry.strategies[("apiextensions.k8s.io", "CustomResourceDefinition")] = CRDStrategy(clock)
         registry.after_write.append(self._after_write)
 
     def _after_write(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:

@@ -5,6 +5,10 @@ then deletes every namespaced object in it, waits until objects held by finalize
 removes the ``kubernetes`` finalizer, which deletes the Namespace. Upstream runs this in
 kube-controller-manager; kplane runs it in the server until the built-in controllers exist.
 
+Every namespace gets its ``default`` ServiceAccount as soon as it is written and not terminating
+(upstream's serviceaccounts controller in kube-controller-manager; the ServiceAccount admission
+plugin waits up to about 1.5 s for it, as upstream).
+
 The system namespaces exist at start-up and are created again as soon as one is gone (upstream's
 system-namespaces controller in kube-apiserver does it within a minute); ``lifecycle`` forbids
 deleting three of them at all.
@@ -37,6 +41,7 @@ class NamespaceLifecycle:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         registry.on_namespace_deleted = self.finalize_soon
         registry.after_write.append(self._recreate_system_namespace)
+        registry.after_write.append(self._default_service_account)
 
     def _ns_record(self) -> ResourceRecord:
         record = self.catalog.lookup("", "v1", "namespaces")
@@ -52,6 +57,8 @@ class NamespaceLifecycle:
         for ns in await self.registry.list_current(record):
             if ns["metadata"].get("deletionTimestamp"):
                 self.finalize_soon(ns["metadata"]["name"])
+            else:
+                await self._ensure_service_account(ns["metadata"]["name"])
 
     async def _create(self, name: str) -> None:
         with contextlib.suppress(errors.AlreadyExists):
@@ -65,6 +72,32 @@ class NamespaceLifecycle:
             key = f"recreate:{name}"
             if key not in self._tasks or self._tasks[key].done():
                 self._tasks[key] = asyncio.get_running_loop().create_task(self._recreate(name))
+
+    def _default_service_account(self, record: ResourceRecord, obj: dict[str, Any], deleted: bool) -> None:
+        meta = obj["metadata"]
+        if deleted or record.group or record.plural != "namespaces" or meta.get("deletionTimestamp"):
+            return
+        key = f"serviceaccount:{meta.get('name')}"
+        if key not in self._tasks or self._tasks[key].done():
+            self._tasks[key] = asyncio.get_running_loop().create_task(
+                self._ensure_service_account(str(meta.get("name")))
+            )
+
+    async def _ensure_service_account(self, namespace: str) -> None:
+        record = self.catalog.lookup("", "v1", "serviceaccounts")
+        assert record is not None
+        try:
+            await self.registry.get(record, namespace, "default")
+            return
+        except errors.NotFound:
+            pass
+        sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+        try:
+            await self.registry.create(record, namespace, sa)
+        except (errors.AlreadyExists, errors.NotFound, errors.Forbidden):
+            pass  # created meanwhile, or the namespace is gone or terminating
+        except Exception:
+            log.exception("creating the default ServiceAccount of %s failed", namespace)
 
     async def _recreate(self, name: str) -> None:
         try:

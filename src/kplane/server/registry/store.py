@@ -1,8 +1,10 @@
 """The generic registry: create, get, update (PUT and PATCH), delete for any resource record.
 
-One code path serves every kind. Per-kind rules come from ``strategy``; validation beyond metadata
-and admission come in as callbacks (``Validator``), so this module never imports admission or the
-schema machinery.
+One code path serves every kind, and it is the only one that touches storage: reads, lists and
+watches go through it too. Per-kind rules come from ``strategy``; admission comes in as the two
+callbacks of ``admitting.Admission`` (called in upstream's order, see there), so this module never
+imports the admission plugins. Collaborators (storage, clock, admission, per-kind strategies,
+schema step) are given at construction.
 
 Update is read-modify-write inside ``storage.guaranteed_update``: the caller supplies a
 ``Transform`` (a PUT body replacing the object, or a patch applied to it) that is re-run on a fresh
@@ -13,7 +15,7 @@ stale ``resourceVersion`` always gets 409 Conflict.
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,16 +24,13 @@ from kplane.api import errors, jsonbody
 from kplane.api.catalog import ResourceRecord
 from kplane.api.gvk import GroupResource
 from kplane.server import storage
-from kplane.server.registry import lifecycle, metatypes, objectmeta, strategy
+from kplane.server.registry import admitting, listing, metatypes, objectmeta, strategy, watching
 from kplane.server.registry.fieldschema import Requester, SchemaStep, WriteOptions
 from kplane.server.registry.objects import check_type, rfc3339, storage_error, to_storage, to_version
 
 Object = dict[str, Any]
 Transform = Callable[[Object], Object]
 """Given the current object (read-only), return the desired new object (a new dict)."""
-Validator = Callable[[ResourceRecord, Object, Object | None, str], Awaitable[list[errors.FieldError]]]
-"""Extra validation (schema, admission): record, new object, old object (None on create),
-subresource. Returns field errors (empty when valid); may raise an APIError to refuse."""
 
 MAX_GENERATE_ATTEMPTS = 8
 _FINALIZER_MSG = "no new finalizers can be added if the object is being deleted, found new finalizers {}"
@@ -47,6 +46,7 @@ class DeleteOptions:
     uid: str | None = None
     resource_version: str | None = None
     dry_run: bool = False
+    requester: Requester | None = None
 
 
 class _NoChange(Exception):
@@ -76,16 +76,23 @@ class Registry:
     """Serves the verbs of every catalog record over one ``Storage``."""
 
     def __init__(
-        self, store: storage.Storage, clock: Clock, *, validators: list[Validator] | None = None
+        self,
+        store: storage.Storage,
+        clock: Clock,
+        *,
+        admission: admitting.Admission = admitting.NONE,
+        strategies: Mapping[tuple[str, str], strategy.Strategy] | None = None,
+        schema: SchemaStep | None = None,
     ) -> None:
+        """``strategies``: per (group, kind) overrides of ``strategy.for_record``."""
         self.storage = store
         self.clock = clock
-        self.validators: list[Validator] = list(validators or [])
+        self.admission = admission
+        self.strategies: dict[tuple[str, str], strategy.Strategy] = dict(strategies or {})
+        self.schema = schema or SchemaStep()
         self.on_namespace_deleted: Callable[[str], None] | None = None
-        self.strategies: dict[tuple[str, str], strategy.Strategy] = {}
         self.after_write: list[AfterWrite] = []
         self.write_guards: list[WriteGuard] = []
-        self.schema = SchemaStep()
         self.gc_finalizers = False
         """Add the ``orphan``/``foregroundDeletion`` finalizers that propagationPolicy asks for; set
         by whoever runs a garbage collector for this server (without one they would pin objects)."""
@@ -107,8 +114,38 @@ class Registry:
             raise storage_error(record, name, err) from None
 
     async def list_current(self, record: ResourceRecord) -> list[Object]:
-        """Every object of ``record`` now (all namespaces)."""
+        """Every object of ``record`` now (all namespaces), as stored."""
         return (await self.storage.list(record.key_prefix)).items
+
+    async def list(
+        self, record: ResourceRecord, namespace: str, opts: listing.ListOptions
+    ) -> listing.ListPage:
+        """A page of ``record``'s objects (stored form) under ``opts`` (``listing.list_objects``)."""
+        return await listing.list_objects(self.storage, record, namespace, opts)
+
+    def watch(
+        self,
+        record: ResourceRecord,
+        namespace: str,
+        opts: watching.WatchOptions,
+        *,
+        on_terminated: Callable[[], None] | None = None,
+    ) -> AsyncGenerator[watching.WatchItem, None]:
+        """The events of ``record`` under ``opts`` (``watching.watch_objects``)."""
+        return watching.watch_objects(
+            self.storage, record, namespace, opts, self.clock, on_terminated=on_terminated
+        )
+
+    def revision(self) -> int:
+        """The storage's current revision (a list's ``resourceVersion``)."""
+        return self.storage.current_revision()
+
+    async def ping(self) -> None:
+        """Raise ``storage.StorageError`` unless storage answers a read."""
+        try:
+            await self.storage.get("/registry/core/namespaces/default")
+        except storage.KeyNotFound:
+            pass
 
     # -- create ------------------------------------------------------------------------------
 
@@ -122,7 +159,6 @@ class Registry:
         rv_set = _positive_uint64(meta.get("resourceVersion"))
         if record.namespaced:
             meta["namespace"] = namespace
-            await lifecycle.check_namespace_open(self.storage, namespace)
         else:
             meta.pop("namespace", None)
         generate = not meta.get("name") and bool(meta.get("generateName"))
@@ -145,6 +181,17 @@ class Registry:
         obj, schema_errs = self.schema.process(record, obj, None, opts)
         if not schema_errs:
             obj = self.schema.managed(record, None, obj, opts, rfc3339(self.clock))
+        attrs = admitting.Attributes(
+            "CREATE",
+            record,
+            namespace,
+            str(obj["metadata"].get("name") or ""),
+            obj,
+            user=opts.requester,
+            dry_run=opts.dry_run,
+            warnings=opts.warnings,
+        )
+        await self.admission.mutate(attrs)
         meta = obj["metadata"]
         meta["uid"] = objectmeta.new_uid()  # before the strategy, which may use it (Job selectors)
         meta["creationTimestamp"] = rfc3339(self.clock)
@@ -159,12 +206,9 @@ class Registry:
         errs = objectmeta.validate_metadata(meta, name_rule=strat.name_rule)
         if not errs:
             errs = schema_errs or strat.validate(record, obj, None)
-        for validate in self.validators:
-            if errs:
-                break
-            errs = await validate(record, obj, None, "")
         if errs:
             raise errors.invalid_object(record.kind, record.group, str(meta.get("name") or ""), errs)
+        await self.admission.validate(attrs)
         if opts.dry_run:
             return obj
         if rv_set:
@@ -224,10 +268,26 @@ class Registry:
         kept_warnings = len(wopts.warnings)  # from before this update (e.g. duplicate fields)
         preconditions = storage.Preconditions(uid=uid) if uid else None
 
+        def attrs_for(current: Object) -> admitting.Attributes:
+            return admitting.Attributes(
+                "UPDATE",
+                record,
+                namespace,
+                name,
+                None,
+                current,
+                subresource,
+                user=wopts.requester,
+                dry_run=wopts.dry_run,
+                warnings=wopts.warnings,
+            )
+
         async def step(stored: Object) -> Object:
             current = to_version(record, stored)
             del wopts.warnings[kept_warnings:]  # a retried attempt reports its own warnings only
-            new = self._prepare_update(record, strat, namespace, name, transform, current, subresource)
+            new = await self._prepare_update(
+                record, strat, namespace, name, transform, current, subresource, attrs_for(current)
+            )
             objectmeta.drop_empty(new["metadata"])
             new, schema_errs = self.schema.process(record, new, current, wopts)
             for guard in self.write_guards:
@@ -235,12 +295,22 @@ class Registry:
             errs = objectmeta.validate_metadata(new["metadata"], name_rule=strat.name_rule)
             if not errs:
                 errs = schema_errs or strat.validate(record, new, current)
-            for validate in self.validators:
-                if errs:
-                    break
-                errs = await validate(record, new, current, subresource)
             if errs:
                 raise errors.invalid_object(record.kind, record.group, name, errs)
+            await self.admission.validate(
+                admitting.Attributes(
+                    "UPDATE",
+                    record,
+                    namespace,
+                    name,
+                    new,
+                    current,
+                    subresource,
+                    user=wopts.requester,
+                    dry_run=wopts.dry_run,
+                    warnings=wopts.warnings,
+                )
+            )
             new = self.schema.managed(record, current, new, wopts, rfc3339(self.clock), subresource)
             if new == current and not storage.STALE_READ.get():
                 raise _NoChange(current)
@@ -282,7 +352,7 @@ class Registry:
             f'Operation cannot be fulfilled on {record.group_resource} "{name}": too many retries'
         )
 
-    def _prepare_update(
+    async def _prepare_update(
         self,
         record: ResourceRecord,
         strat: strategy.Strategy,
@@ -291,7 +361,10 @@ class Registry:
         transform: Transform,
         current: Object,
         subresource: str,
+        attrs: admitting.Attributes,
     ) -> Object:
+        """The object to store: ``transform``'s result, checked, passed through mutating admission
+        (on the patched object, as upstream), then the strategy's ``prepare_for_*``."""
         produced = transform(current)
         if not isinstance(produced, dict):
             raise errors.BadRequest("the object must be a JSON object")
@@ -329,6 +402,12 @@ class Registry:
         rv = meta.get("resourceVersion")
         if rv and rv != old_meta.get("resourceVersion"):
             raise errors.modified_conflict(record.group_resource, name)
+        if self.admission.mutating(record.group, record.plural):
+            # the transform may share subtrees with the stored object; admission may change any
+            new = copy.deepcopy(new)
+            meta = new["metadata"]
+        attrs.obj = new
+        await self.admission.mutate(attrs)
         if subresource in ("status", "approval", "ephemeralcontainers", "binding"):
             new = strat.prepare_for_subresource_update(record, subresource, new, current)
             new["metadata"] = dict(old_meta)
@@ -387,7 +466,6 @@ class Registry:
         self, record: ResourceRecord, namespace: str, name: str, opts: DeleteOptions
     ) -> tuple[Object, bool]:
         """Delete, or mark for deletion when finalizers remain. Returns (object, deleted_now)."""
-        lifecycle.check_delete(record, name)
         key = record.key(namespace, name)
         added = self.strategy_for(record).finalizers_on_delete(record)
         for _ in range(16):
@@ -396,6 +474,18 @@ class Registry:
             except storage.StorageError as err:
                 raise storage_error(record, name, err) from None
             meta = current["metadata"]
+            attrs = admitting.Attributes(
+                "DELETE",
+                record,
+                namespace,
+                name,
+                None,
+                to_version(record, current),
+                user=opts.requester,
+                dry_run=opts.dry_run,
+            )
+            await self.admission.mutate(attrs)
+            await self.admission.validate(attrs)
             _check_delete_preconditions(record, meta, opts)
             finalizers = list(meta.get("finalizers") or [])
             if self.gc_finalizers:

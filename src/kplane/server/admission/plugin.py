@@ -1,0 +1,93 @@
+"""What an admission plugin is, and what it is given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kplane._util.clock import Clock
+from kplane.api import errors
+from kplane.api.catalog import Catalog, ResourceRecord
+from kplane.server import storage
+from kplane.server.registry import admitting
+from kplane.server.registry.objects import to_version
+
+Object = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The server's parts a plugin reads: storage (through the catalog's records) and time."""
+
+    storage: storage.Storage
+    catalog: Catalog
+    clock: Clock
+
+    def record(self, group: str, version: str, plural: str) -> ResourceRecord:
+        found = self.catalog.lookup(group, version, plural)
+        assert found is not None, (group, version, plural)
+        return found
+
+    async def get(self, record: ResourceRecord, namespace: str, name: str) -> Object | None:
+        """The object, or None when it does not exist."""
+        try:
+            return to_version(record, await self.storage.get(record.key(namespace, name)))
+        except storage.KeyNotFound:
+            return None
+
+    async def list(self, record: ResourceRecord, namespace: str = "") -> list[Object]:
+        prefix = record.key(namespace, "") if namespace else record.key_prefix
+        return [to_version(record, o) for o in (await self.storage.list(prefix)).items]
+
+
+class Plugin(Protocol):
+    """One plugin. ``mutate`` runs in the first pass (may change ``attrs.obj`` in place),
+    ``validate`` in the second (must not); either refuses by raising an ``errors.APIError``.
+    ``mutates(group, plural)``: whether ``mutate`` may change objects of that resource."""
+
+    name: str
+
+    async def mutate(self, attrs: admitting.Attributes) -> None: ...
+
+    async def validate(self, attrs: admitting.Attributes) -> None: ...
+
+    def mutates(self, group: str, plural: str) -> bool: ...
+
+
+class Base:
+    """A plugin that does nothing; plugins override what they implement."""
+
+    name = ""
+
+    async def mutate(self, attrs: admitting.Attributes) -> None:
+        return None
+
+    async def validate(self, attrs: admitting.Attributes) -> None:
+        return None
+
+    def mutates(self, group: str, plural: str) -> bool:
+        return False
+
+
+def forbidden(attrs: admitting.Attributes, message: str) -> errors.APIError:
+    """Upstream's ``admission.NewForbidden``: 403 ``<resource> "<name>" is forbidden: <message>``."""
+    name = attrs.name
+    if not name and attrs.obj is not None:
+        name = str((attrs.obj.get("metadata") or {}).get("name") or "")
+    gr = attrs.record.group_resource
+    return errors.Forbidden(
+        f'{gr} "{name}" is forbidden: {message}',
+        details={"name": name, "group": attrs.record.group, "kind": attrs.record.plural},
+    )
+
+
+def is_pod(attrs: admitting.Attributes) -> bool:
+    return attrs.record.group == "" and attrs.record.plural == "pods" and not attrs.subresource
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,78 @@
+"""What the registry tells admission about a write, and the callbacks it calls (STYLE 5).
+
+Upstream's handlers run mutating admission and hand validating admission to the store as a
+function (apiserver ``endpoints/handlers/create.go``, ``registry/generic/registry/store.go``). Here
+both are functions of one ``Attributes`` value given to the ``Registry`` at construction, so the
+registry never imports the admission plugins (an import-linter contract holds it):
+
+- CREATE: decode and default, then ``mutate``, then the strategy (prepare, validate), then
+  ``validate``, then storage.
+- UPDATE (PUT and every PATCH): inside the guaranteed-update loop, on the patched object:
+  ``mutate``, the strategy, ``validate``; re-run when another write races in.
+- DELETE: ``mutate`` then ``validate`` with the object being deleted as ``old`` (upstream's
+  ``AdmissionToValidateObjectDeleteFunc``).
+
+A callback refuses by raising an ``errors.APIError``; ``mutate`` may change ``attrs.obj`` in place
+(the registry owns it: on update it is a deep copy, never the stored object). ``validate`` must not
+change it. Warnings go to ``attrs.warnings`` (they reach the client's ``Warning`` header).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kplane.api.catalog import ResourceRecord
+from kplane.server.registry.fieldschema import Requester
+
+Object = dict[str, Any]
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+
+
+@dataclass(slots=True)
+class Attributes:
+    """One write as admission sees it (upstream's ``admission.Attributes``)."""
+
+    operation: Operation
+    record: ResourceRecord
+    namespace: str
+    name: str
+    obj: Object | None
+    old: Object | None = None
+    subresource: str = ""
+    user: Requester | None = None
+    dry_run: bool = False
+    options: Object | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def resource(self) -> tuple[str, str]:
+        """(group, plural) of the addressed resource."""
+        return self.record.group, self.record.plural
+
+    @property
+    def kind(self) -> tuple[str, str]:
+        """(group, kind) of the addressed resource."""
+        return self.record.group, self.record.kind
+
+
+AdmitFunc = Callable[[Attributes], Awaitable[None]]
+
+
+async def _admit_all(attrs: Attributes) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The two admission passes. ``mutating`` answers whether ``mutate`` may change objects of
+    a (group, plural), so the registry copies an update's object only when it must."""
+
+    mutate: AdmitFunc = _admit_all
+    validate: AdmitFunc = _admit_all
+    mutating: Callable[[str, str], bool] = lambda group, plural: False
+
+
+NONE = Admission()
+"""No admission at all (unit tests of the registry, and ``--disable-admission-plugins`` of all)."""
