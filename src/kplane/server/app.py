@@ -31,7 +31,7 @@ from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
 from kplane.server.filters.inflight import Limits
 from kplane.server.filters.types import Filter
-from kplane.server.registry import apibootstrap, apistrategies, bootstrap, crds, rbacpolicy
+from kplane.server.registry import apibootstrap, apistrategies, bootstrap, crds, quotas, rbacpolicy
 from kplane.server.registry.crds import CRDController
 from kplane.server.registry.fieldschema import SchemaStep
 from kplane.server.registry.namespaces import NamespaceLifecycle
@@ -133,6 +133,7 @@ class APIServer:
         self._stopping = False
         self._hooks: set[str] = set()
         self._crd_apiservices: apibootstrap.CRDAPIServices | None = None
+        self._quotas: quotas.QuotaController | None = None
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -203,6 +204,8 @@ class APIServer:
         self._crds = CRDController(self.registry, self.catalog, cfg.clock)
         await self._crds.start()
         self._hooks.update(("start-apiextensions-controllers", "crd-informer-synced"))
+        self._quotas = quotas.QuotaController(self.registry, self.catalog)
+        await self._quotas.start()
         self._crd_apiservices = apibootstrap.CRDAPIServices(self.registry, self.catalog)
         authorizer = await self._start_rbac()
         await apibootstrap.ensure_api_objects(self.registry, self.catalog)
@@ -386,6 +389,8 @@ class APIServer:
             await self._crds.close()
         if self._token_secrets is not None:
             await self._token_secrets.close()
+        if self._quotas is not None:
+            await self._quotas.close()
         if self._audit_log is not None:
             self._audit_log.close()
             self._audit_log = None

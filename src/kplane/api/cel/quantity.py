@@ -6,42 +6,19 @@ quantities of equal value (``1Gi``, ``1024Mi``) compare equal with ``==`` as ups
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation, localcontext
+from decimal import Decimal
 from typing import Any
 
 from cel_expr_python import cel
 
+from kplane.api import quantity
 from kplane.api.cel import types
 
 T = cel.Type
 Q = types.QUANTITY
-_SYNTAX = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _INT64 = 2**63
 PARSE_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-
-
-def parse(s: str) -> Decimal | None:
-    """The exact value of a quantity string, or None if it is not one."""
-    m = _SYNTAX.match(s)
-    if not m or m.group(1) in ("", ".", "+", "-") or m.group(1).count(".") > 1:
-        return None
-    try:
-        number = Decimal(m.group(1))
-    except InvalidOperation:
-        return None
-    suffix = m.group(2)
-    with localcontext() as ctx:
-        ctx.prec = 80
-        if suffix in _BINARY:
-            return number * _BINARY[suffix]
-        if suffix in _DECIMAL:
-            return number.scaleb(_DECIMAL[suffix])
-        if suffix[:1] in ("e", "E") and re.fullmatch(r"[eE][-+]?[0-9]+", suffix):
-            return number.scaleb(int(suffix[1:]))
-    return None
+parse = quantity.parse
 
 
 def _make(value: Decimal) -> Any:

@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from kplane.server.admission import namespacelifecycle, plugin, priority, serviceaccount, tolerations
+from kplane.server.admission import (
+    namespacelifecycle,
+    plugin,
+    podsecurity,
+    priority,
+    resourcequota,
+    serviceaccount,
+    tolerations,
+)
 from kplane.server.registry import admitting
 
 ORDER: tuple[str, ...] = (
@@ -66,6 +74,8 @@ IMPLEMENTED: dict[str, Factory] = {
     tolerations.TAINT_NODES_BY_CONDITION: lambda ctx: tolerations.TaintNodesByCondition(),
     priority.NAME: priority.Priority,
     tolerations.DEFAULT_TOLERATION_SECONDS: lambda ctx: tolerations.DefaultTolerationSeconds(),
+    resourcequota.NAME: resourcequota.ResourceQuota,
+    podsecurity.NAME: podsecurity.PodSecurity,
 }
 
 
