@@ -1,6 +1,11 @@
 """ConfigMap creates/s with concurrent clients, then sequential create and GET latency; one JSON line.
 
     python benchmarks/create_throughput.py --kubeconfig PATH [--clients 16] [--duration 5] [--count N]
+        [--kind configmap|pod]
+
+``--kind pod`` creates one-container Pods (what ``kubectl run`` sends), so the admission chain's
+cost per Pod (ServiceAccount, Priority, tolerations, quota and PodSecurity lookups) shows in
+``server_cpu_us_per_create``.
 
 Client model: each of the ``--clients`` asyncio tasks owns one keep-alive TLS connection
 (``--client raw``, the default: a minimal HTTP/1.1 client, see ``_rawhttp``; or ``--client
@@ -45,6 +50,12 @@ BODY = (
     b'"data":{"greeting":"hello","config.yaml":"replicas: 3\\nimage: registry.example/app:1.0\\n"}}'
 )
 
+POD_BODY = (
+    b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","labels":{"bench":"create"}},'
+    b'"spec":{"containers":[{"name":"app","image":"registry.example/app:1.0"}]}}'
+)
+KINDS = {"configmap": ("configmaps", BODY), "pod": ("pods", POD_BODY)}
+
 
 def _proc_cpu_s(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` (from /proc/PID/stat)."""
@@ -57,10 +68,10 @@ Send = Callable[[bytes], Awaitable[int]]
 
 
 async def _senders(
-    target: _client.Target, namespace: str, clients: int, client_kind: str
+    target: _client.Target, namespace: str, clients: int, client_kind: str, plural: str
 ) -> tuple[list[Send], Callable[[], Awaitable[None]]]:
     """One ``send(body) -> status`` per client, each on its own connection, and a closer."""
-    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    path = f"/api/v1/namespaces/{namespace}/{plural}"
     if client_kind == "raw":
         conns = [
             _rawhttp.RawConnection(target.server, target.ssl_context, target.headers) for _ in range(clients)
@@ -110,16 +121,20 @@ async def _load(
     start_at: float,
     server_pid: int | None,
     client_kind: str = "raw",
+    kind: str = "configmap",
 ) -> dict[str, Any]:
     """Run ``clients`` creating tasks from wall time ``start_at`` (shared by all processes)."""
     target = _client.load_kubeconfig(kubeconfig, context=context, auth=auth)
-    senders, close = await _senders(target, namespace, clients, client_kind)
+    plural, body_fmt = KINDS[kind]
+    senders, close = await _senders(target, namespace, clients, client_kind, plural)
     latencies: list[float] = []
     errors: dict[str, int] = {}
     done = 0
     try:
         # Warm every connection (TLS handshake, first-request costs) before timing.
-        await asyncio.gather(*(send(BODY % f"{prefix}-warm-{i}".encode()) for i, send in enumerate(senders)))
+        await asyncio.gather(
+            *(send(body_fmt % f"{prefix}-warm-{i}".encode()) for i, send in enumerate(senders))
+        )
         await asyncio.sleep(max(0.0, start_at - time.time()))
         t0 = time.perf_counter()
         deadline = t0 + duration
@@ -135,7 +150,7 @@ async def _load(
                 now = perf()
                 if now >= deadline or (count and done >= count):
                     return
-                status = await send(BODY % f"{prefix}-{c}-{n}".encode())
+                status = await send(body_fmt % f"{prefix}-{c}-{n}".encode())
                 n += 1
                 latencies.append(perf() - now)
                 if status == 201:
@@ -166,15 +181,18 @@ def _load_process(args: tuple[Any, ...], conn: Any) -> None:
     conn.close()
 
 
-async def _sequential(target: _client.Target, namespace: str, prefix: str, samples: int) -> dict[str, Any]:
-    url = f"{target.server}/api/v1/namespaces/{namespace}/configmaps"
+async def _sequential(
+    target: _client.Target, namespace: str, prefix: str, samples: int, kind: str = "configmap"
+) -> dict[str, Any]:
+    plural, body_fmt = KINDS[kind]
+    url = f"{target.server}/api/v1/namespaces/{namespace}/{plural}"
     create: list[float] = []
     get: list[float] = []
     async with _client.session(target) as http:
         for i in range(5):  # warm the connection
-            await _client.request(http, "POST", url, body=BODY % f"{prefix}-seqwarm-{i}".encode())
+            await _client.request(http, "POST", url, body=body_fmt % f"{prefix}-seqwarm-{i}".encode())
         for i in range(samples):
-            body = BODY % f"{prefix}-seq-{i}".encode()
+            body = body_fmt % f"{prefix}-seq-{i}".encode()
             t = time.perf_counter()
             await _client.request(http, "POST", url, body=body)
             create.append(time.perf_counter() - t)
@@ -232,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         default="raw",
         help="load generator: raw keep-alive HTTP/1.1 (default, leaves the CPU to the server) or aiohttp",
     )
+    parser.add_argument("--kind", choices=tuple(KINDS), default="configmap", help="what to create")
     args = parser.parse_args(argv)
 
     admin = _client.load_kubeconfig(args.kubeconfig, context=args.context, auth=args.auth)
@@ -263,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                     start_at,
                     args.server_pid,
                     args.client,
+                    args.kind,
                 )
             )
         )
@@ -284,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                 start_at,
                 args.server_pid if p == 0 else None,
                 args.client,
+                args.kind,
             )
             proc = ctx.Process(target=_load_process, args=(load_args, send))
             proc.start()
@@ -300,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in r["errors"].items():
             errors[k] = errors.get(k, 0) + v
     latencies = [x for r in results for x in r["latencies"]]
-    seq = _client.run(_sequential(target, namespace, prefix, args.samples))
+    seq = _client.run(_sequential(target, namespace, prefix, args.samples, args.kind))
     if not args.keep:
         _client.run(_setup(admin, namespace, delete=True))
 
@@ -309,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         "server": target.server,
         "auth": target.auth,
         "identity": args.writer_user or "admin",
+        "kind": args.kind,
         "clients": args.clients,
         "processes": procs,
         "client_model": f"{args.client}: each client one keep-alive TLS connection, one request in flight",

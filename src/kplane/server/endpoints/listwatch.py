@@ -51,7 +51,7 @@ def list_options(scope: Scope) -> listing.ListOptions:
 
 async def list_(scope: Scope) -> web.StreamResponse:
     opts = list_options(scope)
-    page = await scope.registry.list(scope.record, scope.info.namespace, opts)
+    page = await scope.registry.list_page(scope.record, scope.info.namespace, opts)
     items = page.items
     if converts(scope.record):
         items = [to_version(scope.record, o) for o in items]
@@ -205,7 +205,7 @@ def _frame(kind: str, obj: Object) -> bytes:
 async def delete_collection(scope: Scope) -> web.StreamResponse:
     opts = await delete_options(scope)
     lo = list_options(scope)
-    page = await scope.registry.list(
+    page = await scope.registry.list_page(
         scope.record,
         scope.info.namespace,
         listing.ListOptions(label_selector=lo.label_selector, field_selector=lo.field_selector),

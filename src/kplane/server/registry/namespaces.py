@@ -10,8 +10,9 @@ Every namespace gets its ``default`` ServiceAccount as soon as it is written and
 plugin waits up to about 1.5 s for it, as upstream).
 
 The system namespaces exist at start-up and are created again as soon as one is gone (upstream's
-system-namespaces controller in kube-apiserver does it within a minute); ``lifecycle`` forbids
-deleting three of them at all.
+system-namespaces controller in kube-apiserver does it within a minute); the NamespaceLifecycle
+admission plugin forbids deleting three of them at all. A namespace written with a
+``deletionTimestamp`` starts (or continues) its finalization.
 """
 
 from __future__ import annotations
@@ -39,9 +40,8 @@ class NamespaceLifecycle:
         self.clock = clock
         self.poll = poll
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        registry.on_namespace_deleted = self.finalize_soon
         registry.after_write.append(self._recreate_system_namespace)
-        registry.after_write.append(self._default_service_account)
+        registry.after_write.append(self._namespace_written)
 
     def _ns_record(self) -> ResourceRecord:
         record = self.catalog.lookup("", "v1", "namespaces")
@@ -73,9 +73,12 @@ class NamespaceLifecycle:
             if key not in self._tasks or self._tasks[key].done():
                 self._tasks[key] = asyncio.get_running_loop().create_task(self._recreate(name))
 
-    def _default_service_account(self, record: ResourceRecord, obj: dict[str, Any], deleted: bool) -> None:
+    def _namespace_written(self, record: ResourceRecord, obj: dict[str, Any], deleted: bool) -> None:
         meta = obj["metadata"]
-        if deleted or record.group or record.plural != "namespaces" or meta.get("deletionTimestamp"):
+        if deleted or record.group or record.plural != "namespaces":
+            return
+        if meta.get("deletionTimestamp"):
+            self.finalize_soon(str(meta.get("name")))
             return
         key = f"serviceaccount:{meta.get('name')}"
         if key not in self._tasks or self._tasks[key].done():

@@ -15,7 +15,7 @@ stale ``resourceVersion`` always gets 409 Conflict.
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +90,6 @@ class Registry:
         self.admission = admission
         self.strategies: dict[tuple[str, str], strategy.Strategy] = dict(strategies or {})
         self.schema = schema or SchemaStep()
-        self.on_namespace_deleted: Callable[[str], None] | None = None
         self.after_write: list[AfterWrite] = []
         self.write_guards: list[WriteGuard] = []
         self.gc_finalizers = False
@@ -117,7 +116,7 @@ class Registry:
         """Every object of ``record`` now (all namespaces), as stored."""
         return (await self.storage.list(record.key_prefix)).items
 
-    async def list(
+    async def list_page(
         self, record: ResourceRecord, namespace: str, opts: listing.ListOptions
     ) -> listing.ListPage:
         """A page of ``record``'s objects (stored form) under ``opts`` (``listing.list_objects``)."""
@@ -315,11 +314,7 @@ class Registry:
             if new == current and not storage.STALE_READ.get():
                 raise _NoChange(current)
             meta = new["metadata"]
-            if (
-                meta.get("deletionTimestamp")
-                and not meta.get("finalizers")
-                and not _has_spec_finalizers(record, new)
-            ):
+            if meta.get("deletionTimestamp") and not meta.get("finalizers") and not strat.holds_deletion(new):
                 raise _DeleteNow(new)
             if wopts.dry_run:
                 raise _DryRun(new)
@@ -408,20 +403,8 @@ class Registry:
             meta = new["metadata"]
         attrs.obj = new
         await self.admission.mutate(attrs)
-        if subresource in ("status", "approval", "ephemeralcontainers", "binding"):
+        if subresource in ("status", "approval", "ephemeralcontainers", "binding", "finalize"):
             new = strat.prepare_for_subresource_update(record, subresource, new, current)
-            new["metadata"] = dict(old_meta)
-            return new
-        if subresource == "finalize":
-            new_spec = new.get("spec")
-            finalizers = (new_spec.get("finalizers") if isinstance(new_spec, dict) else None) or []
-            if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
-                raise errors.BadRequest(
-                    'Namespace in version "v1" cannot be handled as a Namespace: json: cannot unmarshal '
-                    "into Go struct field NamespaceSpec.spec.finalizers of type []v1.FinalizerName"
-                )
-            new = dict(current)
-            new["spec"] = {**(current.get("spec") or {}), "finalizers": finalizers}
             new["metadata"] = dict(old_meta)
             return new
         meta["name"] = name
@@ -467,7 +450,8 @@ class Registry:
     ) -> tuple[Object, bool]:
         """Delete, or mark for deletion when finalizers remain. Returns (object, deleted_now)."""
         key = record.key(namespace, name)
-        added = self.strategy_for(record).finalizers_on_delete(record)
+        strat = self.strategy_for(record)
+        added = strat.finalizers_on_delete(record)
         for _ in range(16):
             try:
                 current = await self.storage.get(key)
@@ -502,7 +486,7 @@ class Registry:
                 return to_version(record, obj), False
             graceful = (
                 bool(finalizers)
-                or _has_spec_finalizers(record, current)
+                or strat.holds_deletion(current)
                 or (bool(added) and not meta.get("deletionTimestamp"))
             )
             if graceful:
@@ -575,8 +559,7 @@ class Registry:
             # generation, so controllers filtering on generation changes see the deletion start.
             if isinstance(meta.get("generation"), int) and meta["generation"] > 0:
                 meta["generation"] += 1
-            if record.group == "" and record.plural == "namespaces":
-                current.setdefault("status", {})["phase"] = "Terminating"
+            self.strategy_for(record).mark_deleting(current)
             return current
 
         try:
@@ -586,8 +569,6 @@ class Registry:
         except storage.StorageError as err:
             raise storage_error(record, name, err) from None
         self._written(record, marked, False)
-        if record.group == "" and record.plural == "namespaces" and self.on_namespace_deleted is not None:
-            self.on_namespace_deleted(name)
         return marked
 
 
@@ -669,18 +650,6 @@ def _check_delete_preconditions(record: ResourceRecord, meta: Object, opts: Dele
             f"the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record "
             f"({meta.get('resourceVersion')}). The object might have been modified",
         )
-
-
-def _has_spec_finalizers(record: ResourceRecord, obj: Object) -> bool:
-    return (
-        record.group == ""
-        and record.plural == "namespaces"
-        and bool((obj.get("spec") or {}).get("finalizers"))
-    )
-
-
-def _spec_finalizers_done(record: ResourceRecord, obj: Object) -> bool:
-    return not _has_spec_finalizers(record, obj)
 
 
 def _without_managed_fields(obj: Object) -> Object:

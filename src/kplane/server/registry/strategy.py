@@ -75,6 +75,15 @@ class Strategy:
         (upstream's ``CheckGracefulDelete``; only pods have one)."""
         return 0
 
+    def holds_deletion(self, obj: Object) -> bool:
+        """Whether something besides ``metadata.finalizers`` keeps ``obj`` from being deleted
+        (a Namespace's ``spec.finalizers``)."""
+        return False
+
+    def mark_deleting(self, obj: Object) -> None:
+        """What else the first delete of a graceful deletion sets on ``obj`` (besides
+        ``deletionTimestamp``): a Namespace's ``Terminating`` phase."""
+
     def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
         """True when a write changes what ``metadata.generation`` counts: all but metadata/status."""
         keys = (set(new) | set(old)) - {"metadata", "status", "apiVersion", "kind"}
@@ -105,6 +114,29 @@ class NamespaceStrategy(Strategy):
         meta = new["metadata"]
         name = old["metadata"]["name"]
         meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": name}
+
+    def prepare_for_subresource_update(
+        self, record: ResourceRecord, subresource: str, new: Object, old: Object
+    ) -> Object:
+        """``/finalize`` changes only ``spec.finalizers`` (upstream's finalize REST)."""
+        if subresource != "finalize":
+            return super().prepare_for_subresource_update(record, subresource, new, old)
+        new_spec = new.get("spec")
+        finalizers = (new_spec.get("finalizers") if isinstance(new_spec, dict) else None) or []
+        if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
+            raise errors.BadRequest(
+                'Namespace in version "v1" cannot be handled as a Namespace: json: cannot unmarshal '
+                "into Go struct field NamespaceSpec.spec.finalizers of type []v1.FinalizerName"
+            )
+        result = dict(old)
+        result["spec"] = {**(old.get("spec") or {}), "finalizers": finalizers}
+        return result
+
+    def holds_deletion(self, obj: Object) -> bool:
+        return bool((obj.get("spec") or {}).get("finalizers"))
+
+    def mark_deleting(self, obj: Object) -> None:
+        obj.setdefault("status", {})["phase"] = "Terminating"
 
 
 class PodStrategy(Strategy):
