@@ -221,3 +221,66 @@ def test_unknown_admission_plugin_refused_at_start(tmp_path: Path) -> None:
     """An unknown plugin name stops the server at start-up with a one-line reason."""
     with pytest.raises(RuntimeError, match="Bogus"):
         start_server(tmp_path / "bad", "--enable-admission-plugins=Bogus", storage="memory")
+
+
+def test_default_storage_class_and_runtime_class(server: Server, ns: str) -> None:
+    """DefaultStorageClass names the default class on a claim without one; RuntimeClass copies
+    the class's overhead and node selector, and refuses an unknown class (plugin/pkg/admission/
+    storage/storageclass/setdefault, plugin/pkg/admission/runtimeclass)."""
+    sc = unique("sc")
+    server.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {
+                    "name": sc,
+                    "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+                },
+                "provisioner": "example.com/none",
+            }
+        ),
+    )
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "c"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    server.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(claim))
+    got = json.loads(server.kubectl("get", "pvc", "c", "-n", ns, "-o", "json").stdout)
+    assert got["spec"]["storageClassName"] == sc
+    server.kubectl("delete", "storageclass", sc)
+    rc = unique("rc")
+    server.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": rc},
+                "handler": "runc",
+                "overhead": {"podFixed": {"cpu": "250m"}},
+                "scheduling": {"nodeSelector": {"sandbox": "yes"}},
+            }
+        ),
+    )
+    server.kubectl(
+        "run",
+        "rt",
+        "--image=nginx",
+        "-n",
+        ns,
+        f"--overrides={json.dumps({'spec': {'runtimeClassName': rc}})}",
+    )
+    spec = _pod(server, ns, "rt")["spec"]
+    assert spec["overhead"] == {"cpu": "250m"}
+    assert spec["nodeSelector"] == {"sandbox": "yes"}
+    over = json.dumps({"spec": {"runtimeClassName": "gvisor-nope"}})
+    res = server.kubectl("run", "bad", "--image=nginx", "-n", ns, f"--overrides={over}", check=False)
+    assert 'pods "bad" is forbidden: pod rejected: RuntimeClass "gvisor-nope" not found' in res.stderr

@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kplane.server.admission import (
+    defaultclass,
     namespacelifecycle,
     plugin,
     podsecurity,
     priority,
     resourcequota,
+    runtimeclass,
     serviceaccount,
     tolerations,
 )
@@ -76,6 +78,9 @@ IMPLEMENTED: dict[str, Factory] = {
     tolerations.DEFAULT_TOLERATION_SECONDS: lambda ctx: tolerations.DefaultTolerationSeconds(),
     resourcequota.NAME: resourcequota.ResourceQuota,
     podsecurity.NAME: podsecurity.PodSecurity,
+    defaultclass.DEFAULT_STORAGE_CLASS: defaultclass.DefaultStorageClass,
+    defaultclass.DEFAULT_INGRESS_CLASS: defaultclass.DefaultIngressClass,
+    runtimeclass.NAME: runtimeclass.RuntimeClass,
 }
 
 

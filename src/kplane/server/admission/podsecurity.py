@@ -5,7 +5,7 @@ per namespace, from its labels.
 ``restricted``) and ``...-version`` a version (``latest`` or ``v1.N``; every version is checked as
 ``latest`` here, but named in the messages). Unlabelled namespaces are ``privileged:latest``.
 
-- Pod CREATE, and UPDATEs that change more than metadata and container images: ``enforce``
+- Pod CREATE, and UPDATEs that change more than metadata, container images and the node binding: ``enforce``
   violations refuse (403 ``violates PodSecurity "restricted:latest": reason (detail), ...``),
   ``warn`` violations add the warning ``would violate PodSecurity "...": ...`` (not when the
   request is refused anyway). ``audit`` is accepted but not recorded (kplane has no audit log
@@ -60,6 +60,7 @@ def _without_images(spec: Any) -> Any:
     if not isinstance(spec, dict):
         return spec
     out = dict(spec)
+    out.pop("nodeName", None)  # set through pods/binding upstream, which PodSecurity does not check
     for key in ("initContainers", "containers", "ephemeralContainers"):
         out[key] = [
             {k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c
