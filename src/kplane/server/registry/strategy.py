@@ -145,8 +145,6 @@ class PodStrategy(Strategy):
     ) -> None:
         spec = obj.get("spec")
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
-        if isinstance(spec, dict):
-            _default_tolerations(spec)
 
     def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
         errs: list[errors.FieldError] = []
@@ -203,43 +201,6 @@ class PodStrategy(Strategy):
         else:
             spec.pop("ephemeralContainers", None)
         return {**old, "spec": spec}
-
-
-_DEFAULT_TOLERATED = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
-DEFAULT_TOLERATION_SECONDS = 300
-
-
-def _default_tolerations(spec: Object) -> None:
-    """Upstream's DefaultTolerationSeconds admission plugin: a pod that does not tolerate the
-    not-ready / unreachable NoExecute taints tolerates them for 300 s, so the taint-eviction
-    controller evicts it five minutes after its node is lost."""
-    tolerations = spec.get("tolerations")
-    if tolerations is not None and not isinstance(tolerations, list):
-        return  # the schema refuses it afterwards
-    present = [t for t in tolerations or [] if isinstance(t, dict)]
-    added = []
-    for key in _DEFAULT_TOLERATED:
-        if any(_tolerates_key(t, key) for t in present):
-            continue
-        added.append(
-            {
-                "key": key,
-                "operator": "Exists",
-                "effect": "NoExecute",
-                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
-            }
-        )
-    if added:
-        spec["tolerations"] = [*(tolerations or []), *added]
-
-
-def _tolerates_key(toleration: Object, key: str) -> bool:
-    """The plugin's check: a toleration of ``key`` (or of every key) with effect NoExecute or any."""
-    if toleration.get("effect") not in (None, "", "NoExecute"):
-        return False
-    return toleration.get("key") in (None, "", key) and (
-        toleration.get("key") or toleration.get("operator") == "Exists"
-    )
 
 
 def _dict(value: Any) -> dict[str, Any]:
