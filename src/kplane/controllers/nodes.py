@@ -224,9 +224,12 @@ class NodeSimulator:
         """Every node renews once per ``RENEW_INTERVAL``, in slices spread over the interval."""
         slices = max(1, min(self.count, 10))
         per_slice = -(-self.count // slices) if self.count else 0
+        due = self.clock.monotonic()
         while True:
             for s in range(slices):
-                await self.clock.sleep(RENEW_INTERVAL / slices)
+                # Deadlines, not fixed sleeps: a slow slice does not stretch the renewal period.
+                due += RENEW_INTERVAL / slices
+                await self.clock.sleep(max(0.0, due - self.clock.monotonic()))
                 batch = range(s * per_slice, min(self.count, (s + 1) * per_slice))
                 await asyncio.gather(*(self._beat(i) for i in batch))
 

@@ -21,6 +21,7 @@ pods is not all placed by the same stale picture.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -37,6 +38,7 @@ RETRY_UNSCHEDULABLE = 300.0
 _DEFAULT_CPU = 0.1
 _DEFAULT_MEMORY = 200 * 2.0**20
 _REQUEST_CACHE = 100_000
+_MAX_BINDING = 32
 _UNRESOLVABLE = "Preemption is not helpful for scheduling"
 _NO_VICTIMS = "No preemption victims found for incoming pod"
 
@@ -112,6 +114,7 @@ class Scheduler:
         )
         self._assumed: dict[str, tuple[str, dict[str, float]]] = {}  # pod key -> (node, requests)
         self._request_cache: dict[str, dict[str, float]] = {}
+        self._binding: set[asyncio.Task[None]] = set()
         self.unschedulable: set[tuple[str, str]] = set()
         self._pods: Any = None
         self._nodes: Any = None
@@ -169,7 +172,14 @@ class Scheduler:
         if best is None:
             await self._unschedulable(pod, self._fit_error(len(nodes), reasons, resolvable))
             return runtime.Result(requeue_after=RETRY_UNSCHEDULABLE)
-        await self._bind(pod, best[1], requests)
+        # As upstream's binding cycle: the pod is assumed on its node at once and bound in the
+        # background, so the next pod is scheduled without waiting for this round trip.
+        self._assumed[key] = (best[1], requests)
+        task = asyncio.get_running_loop().create_task(self._bind(pod, best[1]))
+        self._binding.add(task)
+        task.add_done_callback(self._binding.discard)
+        if len(self._binding) >= _MAX_BINDING:
+            await asyncio.wait(set(self._binding), return_when=asyncio.FIRST_COMPLETED)
         return runtime.Result()
 
     # Filters.
@@ -289,7 +299,8 @@ class Scheduler:
 
     # Outcomes.
 
-    async def _bind(self, pod: common.Object, node: str, requests: dict[str, float]) -> None:
+    async def _bind(self, pod: common.Object, node: str) -> None:
+        """POST the binding of an assumed pod; on failure it is forgotten and tried again later."""
         meta = pod["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/binding"
@@ -299,12 +310,16 @@ class Scheduler:
             "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid")},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        self._assumed[key] = (node, requests)
         try:
             await self.manager.api.rest.request("POST", path, body=body)
         except (errors.Conflict, errors.NotFound):
             self._assumed.pop(key, None)
             return  # bound by someone else, or gone
+        except (errors.APIError, OSError) as err:
+            self._assumed.pop(key, None)
+            self.unschedulable.add((meta["namespace"], meta["name"]))
+            log.warning("binding %s to %s failed: %s", key, node, err)
+            return
         except BaseException:
             self._assumed.pop(key, None)
             raise
