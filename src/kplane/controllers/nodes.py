@@ -228,7 +228,7 @@ class NodeSimulator:
         while True:
             for s in range(slices):
                 # Deadlines, not fixed sleeps: a slow slice does not stretch the renewal period.
-                due += RENEW_INTERVAL / slices
+                due = max(due + RENEW_INTERVAL / slices, self.clock.monotonic())  # missed ticks dropped
                 await self.clock.sleep(max(0.0, due - self.clock.monotonic()))
                 batch = range(s * per_slice, min(self.count, (s + 1) * per_slice))
                 await asyncio.gather(*(self._beat(i) for i in batch))

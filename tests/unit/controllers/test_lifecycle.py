@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kplane import controllers, runtime
 from kplane.api import errors
 from kplane.client import dynamic
@@ -126,6 +128,7 @@ async def _running(dc: dynamic.DynamicClient, name: str) -> bool:
     return bool((await _get(dc, name))["status"]["phase"] == "Running")
 
 
+@pytest.mark.slow
 async def test_lost_node_is_tainted_and_its_pods_evicted_after_300s(
     kplane: ControlPlane, kplane_clock: AutoAdvancingClock, tmp_path: Path
 ) -> None:
