@@ -51,6 +51,7 @@ _VALUE_RE = re.compile(_VALUE_FMT)
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_FMT = rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*"
 _DNS1123_RE = re.compile(_DNS1123_FMT)
+_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL)
 _NAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', "
     "and must start and end with an alphanumeric character"
@@ -101,6 +102,24 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
                 "'.', and must start and end with an alphanumeric character",
                 _DNS1123_FMT,
                 "example.com",
+            )
+        )
+    return errs
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """Why ``value`` is not a lowercase RFC 1123 label (container, volume, port names); empty when it is."""
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        errs.append(
+            _regex_error(
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+                "must start and end with an alphanumeric character",
+                _DNS1123_LABEL,
+                "my-name",
+                "123-abc",
             )
         )
     return errs

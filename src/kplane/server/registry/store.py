@@ -203,8 +203,7 @@ class Registry:
         for guard in self.write_guards:
             await guard(record, obj, None, opts.requester)
         errs = objectmeta.validate_metadata(meta, name_rule=strat.name_rule)
-        if not errs:
-            errs = schema_errs or strat.validate(record, obj, None)
+        errs += schema_errs or strat.validate_object(record, obj, None)
         if errs:
             raise errors.invalid_object(record.kind, record.group, str(meta.get("name") or ""), errs)
         await self.admission.validate(attrs)
@@ -292,8 +291,7 @@ class Registry:
             for guard in self.write_guards:
                 await guard(record, new, current, wopts.requester)
             errs = objectmeta.validate_metadata(new["metadata"], name_rule=strat.name_rule)
-            if not errs:
-                errs = schema_errs or strat.validate(record, new, current)
+            errs += schema_errs or strat.validate_object(record, new, current)
             if errs:
                 raise errors.invalid_object(record.kind, record.group, name, errs)
             await self.admission.validate(

@@ -14,7 +14,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kplane.api import errors
+from kplane.api import errors, validation
 from kplane.api.catalog import ResourceRecord
 from kplane.server.registry import customscale, eventvalidation
 from kplane.server.registry.fieldschema import Requester
@@ -62,6 +62,14 @@ class Strategy:
         if subresource == "status":
             return self.prepare_for_status_update(record, new, old)
         raise errors.resource_not_found()
+
+    def validate_object(
+        self, record: ResourceRecord, obj: Object, old: Object | None
+    ) -> list[errors.FieldError]:
+        """Upstream's hand-written rules of the kind (``kplane.api.validation``, built-in kinds only),
+        then the strategy's own ``validate``: the errors that follow the metadata's in one 422."""
+        builtin = validation.validate(record.group, record.kind, obj, old) if not record.custom else []
+        return builtin + self.validate(record, obj, old)
 
     def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
         return []
@@ -145,32 +153,6 @@ class PodStrategy(Strategy):
     ) -> None:
         spec = obj.get("spec")
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec if isinstance(spec, dict) else {})}
-
-    def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
-        errs: list[errors.FieldError] = []
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [errors.required("spec")]
-        containers = spec.get("containers")
-        if not isinstance(containers, list) or not containers:
-            return [errors.required("spec.containers")]
-        seen: set[str] = set()
-        for i, c in enumerate(containers):
-            if not isinstance(c, dict):
-                errs.append(errors.invalid(f"spec.containers[{i}]", c, "must be an object"))
-                continue
-            name = c.get("name")
-            if not name:
-                errs.append(errors.required(f"spec.containers[{i}].name"))
-            elif not isinstance(name, str):
-                errs.append(errors.invalid(f"spec.containers[{i}].name", name, "must be a string"))
-            elif name in seen:
-                errs.append(errors.FieldError("FieldValueDuplicate", f"spec.containers[{i}].name", "", name))
-            else:
-                seen.add(name)
-            if not c.get("image") and old is None:
-                errs.append(errors.required(f"spec.containers[{i}].image"))
-        return errs
 
     def spec_changed(self, record: ResourceRecord, new: Object, old: Object) -> bool:
         return False
