@@ -1,5 +1,8 @@
 """Cost of pruning + defaulting + validating a typical Deployment; prints one JSON line.
 
+``builtin_validation_*_us`` is the hand-written part that follows (``kplane.api.validation``: upstream's
+rules a schema cannot express) for the same Deployment and for its pod template as a Pod.
+
 The budget (ARCHITECTURE.md §5) is 100 µs per object. The Deployment has one container with ports,
 env (one ``valueFrom``), resources and two probes. ``copy_json_us`` (a plain deep copy of the same
 object) is printed as a yardstick for how loaded the machine was during the run.
@@ -15,6 +18,7 @@ import time
 import timeit
 from typing import Any
 
+from kplane.api import validation
 from kplane.api.schema import compile as compiling
 
 DEPLOYMENT: dict[str, Any] = {
@@ -69,6 +73,9 @@ def main() -> None:
     result = compiled.process(DEPLOYMENT)
     assert not result.errors and not result.unknown_fields, result
     old = compiled.process(DEPLOYMENT).obj
+    pod = {"metadata": {"name": "web"}, "spec": old["spec"]["template"]["spec"]}
+    assert not validation.validate("apps", "Deployment", old, None)
+    assert not validation.validate("", "Pod", pod, None)
     print(
         json.dumps(
             {
@@ -77,6 +84,12 @@ def main() -> None:
                 "process_deployment_us": round(best_us(lambda: compiled.process(DEPLOYMENT), args.rounds), 1),
                 "process_deployment_update_us": round(
                     best_us(lambda: compiled.process(DEPLOYMENT, old=old), args.rounds), 1
+                ),
+                "builtin_validation_deployment_us": round(
+                    best_us(lambda: validation.validate("apps", "Deployment", old, None), args.rounds), 1
+                ),
+                "builtin_validation_pod_us": round(
+                    best_us(lambda: validation.validate("", "Pod", pod, None), args.rounds), 1
                 ),
                 "copy_json_us": round(best_us(lambda: compiling.copy_json(DEPLOYMENT), args.rounds), 1),
                 "budget_us": 100,

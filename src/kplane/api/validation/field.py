@@ -7,6 +7,7 @@ as ``field.Path`` does (``a.b[0][key]``, map keys unquoted).
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -34,7 +35,12 @@ def d(obj: Any) -> Object:
 
 def dl(obj: Any) -> list[Object]:
     """The objects of a JSON list (anything else is the schema's business)."""
-    return [x for x in obj if isinstance(x, dict)] if isinstance(obj, list) else []
+    if type(obj) is not list:
+        return []
+    for x in obj:
+        if type(x) is not dict:
+            return [x for x in obj if isinstance(x, dict)]
+    return obj
 
 
 def s(obj: Object, key: str) -> str:
@@ -99,11 +105,17 @@ _QUANTITY_RE = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?
 
 def quantity(value: Any) -> Decimal | None:
     """The amount of a resource quantity (``500m``, ``1Gi``, ``1e3``, a JSON number); None when it
-    does not parse (the schema's ``quantity`` format reports that)."""
+    does not parse (the schema's ``quantity`` format reports that). Texts are parsed once and
+    remembered (a bounded cache: clusters use few distinct quantities)."""
     if type(value) is int or type(value) is float:
         return Decimal(value)
     if not isinstance(value, str):
         return None
+    return _parse_quantity(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_quantity(value: str) -> Decimal | None:
     m = _QUANTITY_RE.fullmatch(value)
     if m is None:
         return None
