@@ -68,8 +68,7 @@ def _pod_update(spec: Object, old: Object) -> Errs:
                 {**c, "image": n.get("image")}
                 for c, n in zip(dl(old.get(key)), dl(spec.get(key)), strict=False)
             ]
-    # ephemeralContainers change through their own subresource, which reaches here as an update too.
-    for key in ("activeDeadlineSeconds", "tolerations", "ephemeralContainers"):
+    for key in ("activeDeadlineSeconds", "tolerations"):
         if key in spec:
             probe[key] = spec[key]
         else:

@@ -291,7 +291,7 @@ class Registry:
             for guard in self.write_guards:
                 await guard(record, new, current, wopts.requester)
             errs = objectmeta.validate_metadata(new["metadata"], name_rule=strat.name_rule)
-            errs += schema_errs or strat.validate_object(record, new, current)
+            errs += schema_errs or strat.validate_object(record, new, current, subresource)
             if errs:
                 raise errors.invalid_object(record.kind, record.group, name, errs)
             await self.admission.validate(

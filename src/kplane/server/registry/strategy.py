@@ -64,11 +64,14 @@ class Strategy:
         raise errors.resource_not_found()
 
     def validate_object(
-        self, record: ResourceRecord, obj: Object, old: Object | None
+        self, record: ResourceRecord, obj: Object, old: Object | None, subresource: str = ""
     ) -> list[errors.FieldError]:
-        """Upstream's hand-written rules of the kind (``kplane.api.validation``, built-in kinds only),
-        then the strategy's own ``validate``: the errors that follow the metadata's in one 422."""
-        builtin = validation.validate(record.group, record.kind, obj, old) if not record.custom else []
+        """Upstream's hand-written rules of the kind (``kplane.api.validation``, built-in kinds only;
+        not for writes through a subresource, which upstream checks by their own rules), then the
+        strategy's own ``validate``: the errors that follow the metadata's in one 422."""
+        builtin: list[errors.FieldError] = []
+        if not record.custom and not subresource:
+            builtin = validation.validate(record.group, record.kind, obj, old)
         return builtin + self.validate(record, obj, old)
 
     def validate(self, record: ResourceRecord, obj: Object, old: Object | None) -> list[errors.FieldError]:
