@@ -4,9 +4,10 @@
 Every 5 s: a node whose Lease ``renewTime`` (or Ready heartbeat) has not moved for the
 ``node-monitor-grace-period`` (50 s in 1.32; 60 s for a node that never reported) has its
 conditions set ``Unknown`` (``NodeStatusUnknown``, ``Kubelet stopped posting node status.``) and an
-event ``NodeNotReady``. Taints follow the Ready condition: Unknown → ``node.kubernetes.io/unreachable``,
-False → ``node.kubernetes.io/not-ready``, each NoSchedule and NoExecute (NoExecute stamped with
-``timeAdded``); True → neither. ``spec.unschedulable`` adds ``node.kubernetes.io/unschedulable:NoSchedule``.
+event ``NodeNotReady``; its pods get Ready False. Taints follow the Ready condition: Unknown →
+``node.kubernetes.io/unreachable``, False → ``node.kubernetes.io/not-ready``, each NoSchedule and
+NoExecute (NoExecute stamped with ``timeAdded``); True → neither. ``spec.unschedulable`` adds
+``node.kubernetes.io/unschedulable:NoSchedule``.
 
 Eviction: a pod on a node with a NoExecute taint it does not tolerate is deleted at once; one it
 tolerates for ``tolerationSeconds`` (300 s for the API server's defaults) is deleted when that much
@@ -119,7 +120,26 @@ class NodeLifecycle:
             "NodeNotReady",
             f"Node {name} status is now: NodeNotReady",
         )
+        await self._mark_pods_not_ready(name, stamp)
         return updated
+
+    async def _mark_pods_not_ready(self, node: str, stamp: str) -> None:
+        """Upstream's ``MarkPodsNotReady``: each pod on a lost node gets Ready False (its kubelet,
+        when back, reports the truth again) and a Warning ``NodeNotReady``."""
+        for pod in self._pods.store.by_index("spec.nodeName", node):
+            meta = pod["metadata"]
+            conditions = (pod.get("status") or {}).get("conditions") or []
+            if common.is_terminal(pod) or not any(
+                c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
+            ):
+                continue
+            patch = {
+                "status": {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": stamp}]}
+            }
+            pods = self.manager.api.dynamic.resource(common.PODS, meta["namespace"])
+            with contextlib.suppress(errors.NotFound):
+                await pods.patch(meta["name"], patch, patch_type="strategic", subresource="status")
+            self.node_events.event(pod, "Warning", "NodeNotReady", "Node is not ready")
 
     async def _taint(self, node: common.Object, ready: str | None) -> common.Object:
         spec = node.get("spec") or {}

@@ -165,6 +165,12 @@ async def test_lost_node_is_tainted_and_its_pods_evicted_after_300s(
             "NodeStatusUnknown",
             "Kubelet stopped posting node status.",
         )
+
+        async def not_ready() -> bool:
+            pod = await _get(dc, "victim")
+            return any(c["type"] == "Ready" and c["status"] == "False" for c in pod["status"]["conditions"])
+
+        await eventually(not_ready, clock=kplane_clock, timeout=30)  # upstream's MarkPodsNotReady
         assert "deletionTimestamp" not in (await _get(dc, "victim"))["metadata"]
         tainted_at = kplane_clock.monotonic()
 
