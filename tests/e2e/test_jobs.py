@@ -167,3 +167,23 @@ def test_pods_of_a_deleted_job_lose_the_tracking_finalizer(cluster: e2e.Server) 
 
 
 TRACKING = "batch.kubernetes.io/job-tracking"
+
+
+def test_suspend_and_resume(cluster: e2e.Server) -> None:
+    _apply(cluster, _job("pause", annotations={}, parallelism=2, completions=4))
+
+    def live() -> list[dict[str, Any]]:
+        out = cluster.kubectl("get", "pods", "-l", "job-name=pause", "-o", "json").stdout
+        return list(json.loads(out)["items"])
+
+    assert helpers.until(lambda: len(live()) == 2)
+    cluster.kubectl("patch", "job", "pause", "-p", '{"spec":{"suspend":true}}')
+    assert helpers.until(lambda: live() == [])  # deleted and released by the controller
+    job = _get(cluster, "job", "pause")
+    assert _conditions(job)["Suspended"] == ("True", "JobSuspended", "Job suspended")
+    assert job["status"].get("failed", 0) == 0  # pods removed by suspension are not failures
+    cluster.kubectl("patch", "job", "pause", "-p", '{"spec":{"suspend":false}}')
+    assert helpers.until(lambda: len(live()) == 2)
+    resumed = helpers.until(lambda: _conditions(_get(cluster, "job", "pause"))["Suspended"][0] == "False")
+    assert resumed
+    assert _conditions(_get(cluster, "job", "pause"))["Suspended"] == ("False", "JobResumed", "Job resumed")

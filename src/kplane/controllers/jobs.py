@@ -4,8 +4,8 @@ A sync reads the Job's pods from the server (uncached, so pods it just created a
 ``parallelism`` is never exceeded), claims them, then:
 
 1. **Tracking**: a finished pod (phase Succeeded/Failed; a terminating pod that did not succeed counts
-   as failed, as with ``podReplacementPolicy: TerminatingOrFailed``, unless the Job is suspended) still
-   carrying ``batch.kubernetes.io/job-tracking`` goes into ``status.uncountedTerminatedPods`` (status
+   as failed, as with ``podReplacementPolicy: TerminatingOrFailed``, unless the Job is suspended: then
+   it is only released) still carrying ``batch.kubernetes.io/job-tracking`` goes into ``status.uncountedTerminatedPods`` (status
    write), loses the finalizer, then moves into ``succeeded``/``failed`` (and, Indexed,
    ``completedIndexes``) (status write).
 2. **Outcome**: ``failed > backoffLimit`` → ``FailureTarget`` ``BackoffLimitExceeded``; active longer
@@ -202,6 +202,8 @@ class _Sync:
                 continue
             outcome = jobutil.outcome(pod, counting_terminating)
             if outcome is None:
+                if meta(pod).get("deletionTimestamp"):
+                    done.append(pod)  # deleted while suspended: released, not counted
                 continue
             done.append(pod)
             uid = meta(pod).get("uid", "")
