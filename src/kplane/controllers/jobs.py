@@ -5,9 +5,9 @@ A sync reads the Job's pods from the server (uncached, so pods it just created a
 
 1. **Tracking**: a finished pod (phase Succeeded/Failed; a terminating pod that did not succeed counts
    as failed, as with ``podReplacementPolicy: TerminatingOrFailed``, unless the Job is suspended: then
-   it is only released) still carrying ``batch.kubernetes.io/job-tracking`` goes into ``status.uncountedTerminatedPods`` (status
-   write), loses the finalizer, then moves into ``succeeded``/``failed`` (and, Indexed,
-   ``completedIndexes``) (status write).
+   it is only released) still carrying ``batch.kubernetes.io/job-tracking`` goes into
+   ``status.uncountedTerminatedPods`` (status write), loses the finalizer, then moves into
+   ``succeeded``/``failed`` (and, Indexed, ``completedIndexes``) (status write).
 2. **Outcome**: ``failed > backoffLimit`` → ``FailureTarget`` ``BackoffLimitExceeded``; active longer
    than ``activeDeadlineSeconds`` since ``startTime`` → ``FailureTarget`` ``DeadlineExceeded``;
    completions reached (Indexed: every index completed; no ``completions``: a success and nothing
