@@ -1,18 +1,16 @@
 """ReplicaSet, Deployment and garbage collector against a real server with the real kubectl.
 
-The controllers run on a manager in the test process (``workloads_support``), with a stand-in
-kubelet that marks pods Running and Ready. Expected messages are upstream's (kubectl 1.32
-``rollout_status.go``, ``rollback.go``; kube-controller-manager's deployment controller).
+The controllers are ``kplane serve``'s own (simulated nodes and kubelets make pods Ready); the
+collector's restart scan runs on an in-process server, before and after a collector starts.
+Expected messages are upstream's (kubectl 1.32 ``rollout_status.go``, ``rollback.go``;
+kube-controller-manager's deployment controller).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
-import os
-import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,59 +19,27 @@ from typing import Any
 import pytest
 
 from kplane import testing
-from kplane.client import dynamic
+from kplane.client import dynamic, typed
 from kplane.controllers import garbagecollector, workload
 from tests.e2e import conftest as e2e
 from tests.e2e import runtime_support as rs
-from tests.e2e import workloads_support
 
 CONFIGMAPS = dynamic.Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 
 pytestmark = [e2e.requires_kubectl, pytest.mark.timeout(180)]
 
 
-@dataclasses.dataclass
-class Cluster:
-    """An in-process server (GC finalizers on, as with a garbage collector) and kubectl against it."""
-
-    cp: testing.ControlPlane
-    cache_dir: Path
-
-    def kubectl(
-        self, *args: str, check: bool = True, timeout: float = 60
-    ) -> subprocess.CompletedProcess[str]:
-        assert e2e.KUBECTL is not None
-        env = {**os.environ, "KUBECONFIG": str(self.cp.kubeconfig)}
-        res = subprocess.run(
-            [e2e.KUBECTL, f"--cache-dir={self.cache_dir}", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=timeout,
-        )
-        if check and res.returncode != 0:
-            raise AssertionError(
-                f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}"
-            )
-        return res
-
-
 @contextlib.asynccontextmanager
-async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Cluster, dynamic.DynamicClient]]:
-    async with testing.ControlPlane() as cp:
-        cp.server.registry.gc_finalizers = True
-        assert cp.config is not None
-        manager = rs.new_manager(cp.config)
-        await workloads_support.install(manager)
-        async with rs.running(manager):
-            yield Cluster(cp, tmp_path / "kubecache"), cp.client.dynamic
+async def connect(server: e2e.Server) -> AsyncIterator[tuple[e2e.Server, dynamic.DynamicClient]]:
+    async with typed.Client(rs.config(server)) as api:
+        yield server, api.dynamic
 
 
-async def kubectl(server: Cluster, *args: str, check: bool = True) -> Any:
-    return await asyncio.to_thread(server.kubectl, *args, check=check)
+async def kubectl(server: e2e.Server, *args: str, check: bool = True) -> Any:
+    return await asyncio.to_thread(server.kubectl, *args, check=check, timeout=90)
 
 
-async def namespace(server: Cluster) -> str:
+async def namespace(server: e2e.Server) -> str:
     ns = f"w-{uuid.uuid4().hex[:6]}"
     await kubectl(server, "create", "namespace", ns)
     return ns
@@ -83,9 +49,9 @@ async def pods(dc: dynamic.DynamicClient, ns: str) -> list[dict[str, Any]]:
     return list((await dc.resource(workload.PODS, ns).list())["items"])
 
 
-async def test_deployment_lifecycle(tmp_path: Path) -> None:
+async def test_deployment_lifecycle(cluster: e2e.Server) -> None:
     """create → rollout status; set image with surge/unavailable bounds watched; undo; scale 10 → 0."""
-    async with cluster(tmp_path) as (server, dc):
+    async with connect(cluster) as (server, dc):
         ns = await namespace(server)
         await kubectl(server, "-n", ns, "create", "deployment", "web", "--image=nginx", "--replicas=3")
         out = await kubectl(server, "-n", ns, "rollout", "status", "deployment/web", "--timeout=60s")
@@ -150,9 +116,9 @@ async def _count(dc: dynamic.DynamicClient, ns: str, n: int) -> None:
     assert len(items) == n, len(items)
 
 
-async def test_delete_cascades(tmp_path: Path) -> None:
+async def test_delete_cascades(cluster: e2e.Server) -> None:
     """background removes ReplicaSets and pods; orphan keeps them (refs removed); foreground first."""
-    async with cluster(tmp_path) as (server, dc):
+    async with connect(cluster) as (server, dc):
         ns = await namespace(server)
         for name in ("bg", "orph", "fg"):
             await kubectl(server, "-n", ns, "create", "deployment", name, "--image=nginx", "--replicas=2")

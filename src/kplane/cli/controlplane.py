@@ -23,6 +23,8 @@ async def start(server: Any, *, nodes: int) -> asyncio.Task[None]:
     options = runtime.ManagerOptions(metrics_bind_address="0", graceful_shutdown_timeout=2.0)
     manager = runtime.Manager(config, options, clock=server.config.clock)
     await controllers.install(manager, nodes=nodes, pod_logs=server.pod_logs_dir)
+    # a garbage collector runs: deletes may now add the orphan/foregroundDeletion finalizers
+    server.registry.gc_finalizers = True
 
     async def run() -> None:
         try:

@@ -2,9 +2,10 @@
 its API: simulated nodes (``nodes``), the scheduler (``scheduler``), the simulated kubelet
 (``kubelet``), the node lifecycle controller (``nodelifecycle``), the per-namespace ``default``
 ServiceAccount and ``kube-root-ca.crt`` (``serviceaccounts``), Endpoints and EndpointSlices
-(``endpoints``, ``endpointslices``), Jobs (``jobs``), CronJobs (``cronjobs``) and TTL-after-finished
-(``ttlafterfinished``). ``install`` adds them to a manager; ``kplane serve`` runs them in its process
-over loopback.
+(``endpoints``, ``endpointslices``), Jobs (``jobs``), CronJobs (``cronjobs``), TTL-after-finished
+(``ttlafterfinished``), ReplicaSets and Deployments (``replicaset``, ``deployment``) and the garbage
+collector (``garbagecollector``). ``install`` adds them to a manager; ``kplane serve`` runs them in
+its process over loopback.
 """
 
 from __future__ import annotations
@@ -15,16 +16,19 @@ from kplane import runtime
 
 
 async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None) -> None:
-    """Add the node, scheduler, kubelet and node lifecycle controllers to ``manager`` (before it
-    starts). ``nodes`` simulated nodes are registered (0: none, and no kubelet); ``pod_logs`` is
-    where the kubelet writes container output (the server's pod log directory)."""
+    """Add the built-in controllers to ``manager`` (before it starts). ``nodes`` simulated nodes are
+    registered (0: none, and no kubelet); ``pod_logs`` is where the kubelet writes container output
+    (the server's pod log directory)."""
     from kplane.controllers import (
         cronjobs,
+        deployment,
         endpoints,
         endpointslices,
+        garbagecollector,
         jobs,
         kubelet,
         nodelifecycle,
+        replicaset,
         scheduler,
         serviceaccounts,
         ttlafterfinished,
@@ -40,6 +44,9 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     await ttlafterfinished.TTLAfterFinishedController(manager).setup()
 
     await scheduler.Scheduler(manager).setup()  # the builder adds each controller to the manager
+    await replicaset.ReplicaSetController(manager).setup()
+    await deployment.DeploymentController(manager).setup()
+    manager.add(garbagecollector.GarbageCollector(manager))
     manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
     if nodes > 0:
         simulator = nodes_mod.NodeSimulator(manager, nodes)
