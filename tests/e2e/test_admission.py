@@ -284,3 +284,44 @@ def test_default_storage_class_and_runtime_class(server: Server, ns: str) -> Non
     over = json.dumps({"spec": {"runtimeClassName": "gvisor-nope"}})
     res = server.kubectl("run", "bad", "--image=nginx", "-n", ns, f"--overrides={over}", check=False)
     assert 'pods "bad" is forbidden: pod rejected: RuntimeClass "gvisor-nope" not found' in res.stderr
+
+
+def test_limit_ranger_defaults_and_bounds(server: Server, ns: str) -> None:
+    """A LimitRange's defaults fill a container's resources (with upstream's annotation) and its
+    max refuses a bigger limit (plugin/pkg/admission/limitranger)."""
+    server.kubectl(
+        "apply",
+        "-n",
+        ns,
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "LimitRange",
+                "metadata": {"name": "lr"},
+                "spec": {
+                    "limits": [
+                        {
+                            "type": "Container",
+                            "default": {"cpu": "500m"},
+                            "defaultRequest": {"cpu": "200m"},
+                            "max": {"cpu": "1"},
+                        }
+                    ]
+                },
+            }
+        ),
+    )
+    server.kubectl("run", "d", "--image=nginx", "-n", ns)
+    pod = _pod(server, ns, "d")
+    assert pod["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "200m"},
+        "limits": {"cpu": "500m"},
+    }
+    assert pod["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: cpu request for container d; cpu limit for container d"
+    )
+    big = {"spec": {"containers": [{"name": "b", "image": "nginx", "resources": {"limits": {"cpu": "2"}}}]}}
+    res = server.kubectl("run", "b", "--image=nginx", "-n", ns, f"--overrides={json.dumps(big)}", check=False)
+    assert 'pods "b" is forbidden: maximum cpu usage per Container is 1, but limit is 2' in res.stderr

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 
 from kplane.server.admission import (
     defaultclass,
+    limitranger,
     namespacelifecycle,
     plugin,
     podsecurity,
@@ -81,6 +82,7 @@ IMPLEMENTED: dict[str, Factory] = {
     defaultclass.DEFAULT_STORAGE_CLASS: defaultclass.DefaultStorageClass,
     defaultclass.DEFAULT_INGRESS_CLASS: defaultclass.DefaultIngressClass,
     runtimeclass.NAME: runtimeclass.RuntimeClass,
+    limitranger.NAME: limitranger.LimitRanger,
 }
 
 
