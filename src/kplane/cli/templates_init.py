@@ -76,6 +76,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--health-probe-bind-address", default=":8081", help="address of /healthz and /readyz")
     p.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
     p.add_argument("--leader-election-namespace", default="default")
+    p.add_argument(
+        "--webhook-host", default="", help='webhook listen address ("" is every interface, as in a pod)'
+    )
     p.add_argument("--webhook-port", type=int, default=9443)
     p.add_argument("--webhook-cert-dir", type=Path, default=None, help="directory of tls.crt and tls.key")
     p.add_argument(
@@ -94,7 +97,10 @@ def manager_options(args: argparse.Namespace) -> runtime.ManagerOptions:
         leader_election_namespace=args.leader_election_namespace,
         field_manager="$project",
         webhook=WebhookServerOptions(
-            port=args.webhook_port, cert_dir=args.webhook_cert_dir, self_signed=args.webhook_self_signed
+            host=args.webhook_host,
+            port=args.webhook_port,
+            cert_dir=args.webhook_cert_dir,
+            self_signed=args.webhook_self_signed,
         ),
     )
 

@@ -483,3 +483,9 @@ async def test_manager_serves_webhooks_before_caches_and_stops_on_a_bad_certific
         assert not broken.is_leader()
     finally:
         await broken.api.close()
+
+
+def test_default_listens_on_loopback_only() -> None:
+    """Unlike controller-runtime, the webhook server binds loopback unless every interface is asked for."""
+    assert WebhookServerOptions().host == "127.0.0.1"
+    assert WebhookServerOptions().port == 9443

@@ -1,7 +1,8 @@
 """The webhook server: HTTPS on port 9443, admission and conversion endpoints, a Manager runnable.
 
-Defaults as controller-runtime's webhook server (reference/controllers.md §6.1, §6.6): every
-interface, port 9443, certificate ``tls.crt`` and key ``tls.key`` in
+Defaults as controller-runtime's webhook server (reference/controllers.md §6.1, §6.6), except
+that it listens on loopback unless told otherwise (kplane listens nowhere else by default):
+port 9443, certificate ``tls.crt`` and key ``tls.key`` in
 ``$TMPDIR/k8s-webhook-server/serving-certs``, TLS 1.2 or later. The files are required unless
 ``self_signed`` asks for a generated pair (``certs``); they are re-read when they change (polled
 every 10 s, as upstream's certwatcher), so a rotated certificate serves new connections.
@@ -52,9 +53,13 @@ def default_cert_dir() -> Path:
 
 @dataclasses.dataclass(frozen=True)
 class WebhookServerOptions:
-    """Where and how the server listens (module docstring). ``host`` "" is every interface."""
+    """Where and how the server listens (module docstring).
 
-    host: str = ""
+    ``host`` defaults to loopback, as everything kplane serves does; an operator running in a pod,
+    where the API server must reach it, passes ``""`` (every interface) explicitly.
+    """
+
+    host: str = "127.0.0.1"
     port: int = 9443
     cert_dir: Path | None = None
     cert_name: str = "tls.crt"
