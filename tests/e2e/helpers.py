@@ -351,6 +351,32 @@ def deployment(
     }
 
 
+def open_crd(group: str, kind: str) -> dict[str, Any]:
+    """A namespaced, single-version CRD of ``kind`` (plural: lowercase kind + "s") whose schema keeps
+    every field (``x-kubernetes-preserve-unknown-fields``): for tests about the API, not the schema."""
+    singular = kind.lower()
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{singular}s.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": f"{singular}s", "singular": singular, "kind": kind},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+
+
 def cm_path(ns: str = "default", name: str | None = None) -> str:
     base = f"/api/v1/namespaces/{ns}/configmaps"
     return f"{base}/{name}" if name else base

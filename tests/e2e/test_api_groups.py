@@ -587,26 +587,7 @@ def test_crd_group_versions_get_apiservices(api: helpers.Kube) -> None:
     """Each CRD group-version gets a local APIService (upstream's CRD registration controller:
     priorities 1000/100); it goes when the last CRD serving it goes."""
     group = "apisvc.example.com"
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"things.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
+    crd = helpers.open_crd(group, "Thing")
     api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     path = f"/apis/apiregistration.k8s.io/v1/apiservices/v1.{group}"
     deadline = time.monotonic() + 10

@@ -18,7 +18,7 @@ import yaml
 from kplane.api import protobuf
 from kplane.api.protobuf import decoding, wire
 from tests.e2e.conftest import Server, requires_kubectl
-from tests.e2e.helpers import Kube, cm_path, configmap, poll, unique
+from tests.e2e.helpers import Kube, cm_path, configmap, open_crd, poll, unique
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 CLIENT_GO_ACCEPT = "application/vnd.kubernetes.protobuf, */*"  # client-go's typed clients
@@ -171,26 +171,7 @@ def test_table_in_protobuf_falls_back(api: Kube, ns: str) -> None:
 
 @pytest.fixture(scope="module")
 def gadgets(api: Kube, ns: str) -> str:
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"gadgets.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
+    crd = open_crd(GROUP, "Gadget")
     api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     path = f"/apis/{GROUP}/v1/namespaces/{ns}/gadgets"
     poll(lambda: api.get(path).status == 200)

@@ -18,7 +18,7 @@ from kubernetes import dynamic
 from kplane.api import protobuf
 from kplane.api.jsonbody import MAX_DEPTH
 from tests.e2e.conftest import Server, requires_kubectl
-from tests.e2e.helpers import Kube, assert_status, unique
+from tests.e2e.helpers import Kube, assert_status, open_crd, unique
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
@@ -303,27 +303,7 @@ def test_json_patch_with_too_many_operations(api: Kube, cm: str) -> None:
 def test_a_patch_cannot_build_an_object_deeper_than_the_limit(api: Kube) -> None:
     """A JSON patch may add a deep value at a deep path; what would be stored past the nesting
     limit is refused (400), and the stored object stays as it was."""
-    crd_name = "deeps.hostile-answers.example.com"
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": crd_name},
-        "spec": {
-            "group": "hostile-answers.example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "deeps", "singular": "deep", "kind": "Deep"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
+    crd = open_crd("hostile-answers.example.com", "Deep")
     api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     path = "/apis/hostile-answers.example.com/v1/namespaces/default/deeps"
     deep = json.loads(_deep(150))
@@ -349,26 +329,7 @@ def test_an_object_at_the_limit_survives_every_verb_and_form(api: Kube) -> None:
     and read as JSON, YAML and a Table: the schema, patch and field-ownership walks and the encoders
     all hold it (managedFields mirror its depth and do not count against the limit)."""
     group = "at-limit.example.com"
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"things.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
+    crd = open_crd(group, "Thing")
     api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     path = f"/apis/{group}/v1/namespaces/default/things"
     spec = _deep(MAX_DEPTH - 1)
