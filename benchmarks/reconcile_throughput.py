@@ -27,7 +27,8 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from benchmarks import _reconcile_operators as ops
+import _reconcile_operators as ops
+
 from kplane.api import errors
 from kplane.client import Config, ListOptions, typed
 
@@ -118,7 +119,7 @@ async def operator(
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     """The operator process, once it has printed READY; terminated (SIGTERM) on exit."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "benchmarks._reconcile_operators", mode, kubeconfig, namespace, str(workers),
+        sys.executable, ops.__file__, mode, kubeconfig, namespace, str(workers),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
