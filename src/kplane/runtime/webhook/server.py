@@ -37,7 +37,7 @@ import orjson
 from aiohttp import web
 
 from kplane._util import clock as clock_mod
-from kplane.runtime.webhook import admission, certs, conversion
+from kplane.runtime.webhook import admission, conversion
 
 log = logging.getLogger("kplane.runtime.webhook")
 
@@ -155,6 +155,9 @@ class WebhookServer:
     async def listen(self) -> None:
         opts = self.options
         if opts.self_signed:
+            # cryptography (~5 MiB resident) loads only when a pair is generated, not with every manager
+            from kplane.runtime.webhook import certs
+
             certs.ensure_self_signed(opts.cert_file, opts.key_file, opts.self_signed_hosts)
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
