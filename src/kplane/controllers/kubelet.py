@@ -223,6 +223,11 @@ class Kubelet:
                 with path.open("ab") as f:
                     for line in (output or "").splitlines():
                         f.write(podlogs.encode_line(now, line))
+                # Only this instance and the previous one are kept (what `logs` and `logs --previous`
+                # read), as the kubelet garbage-collects older dead containers: a crash loop must not
+                # fill the disk one file per restart.
+                if inst.restarts >= 2:
+                    path.with_name(f"{inst.restarts - 2}.log").unlink(missing_ok=True)
             except OSError:
                 pass
 

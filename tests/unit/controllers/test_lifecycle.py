@@ -44,6 +44,10 @@ def _pod(name: str, annotations: dict[str, str] | None = None, **spec: Any) -> d
     }
 
 
+def _log_files(root: Path) -> list[str]:
+    return sorted(p.name for p in root.rglob("*.log"))
+
+
 async def _get(dc: dynamic.DynamicClient, name: str) -> dict[str, Any]:
     result: dict[str, Any] = await dc.resource(common.PODS, "default").get(name)
     return result
@@ -70,6 +74,8 @@ async def test_crash_loop_backs_off_10s_doubling(
         second = await eventually(lambda: restarts(2), clock=kplane_clock, timeout=60)
         assert "back-off 20s" in second["state"]["waiting"]["message"]
         pod = await _get(dc, "crash")
+        # Only the current instance's log and the previous one's are kept.
+        assert _log_files(tmp_path) == ["1.log", "2.log"]
         assert pod["status"]["phase"] == "Running"  # getPhase: Always keeps a crash-looping pod Running
 
 
