@@ -309,6 +309,25 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
     _r("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity"),
     _r("storage.k8s.io", "v1", "storageclasses", "StorageClass", "Cluster", short=("sc",)),
     _r("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", "Cluster", status=True),
+    # admissionregistration.k8s.io/v1
+    _r(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        "Cluster",
+        cats=_API_EXTENSIONS,
+        generation=True,
+    ),
+    _r(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        "Cluster",
+        cats=_API_EXTENSIONS,
+        generation=True,
+    ),
     # apiextensions.k8s.io/v1
     _r(
         "apiextensions.k8s.io",

@@ -405,9 +405,30 @@ def service_reference_port(obj: Obj) -> None:
     obj.setdefault("port", 443)
 
 
+def webhook(obj: Obj) -> None:
+    """``SetDefaults_ValidatingWebhook`` (admissionregistration/v1)."""
+    obj.setdefault("failurePolicy", "Fail")
+    obj.setdefault("matchPolicy", "Equivalent")
+    obj.setdefault("namespaceSelector", {})
+    obj.setdefault("objectSelector", {})
+    obj.setdefault("timeoutSeconds", 10)
+
+
+def mutating_webhook(obj: Obj) -> None:
+    """``SetDefaults_MutatingWebhook``: the validating defaults and ``reinvocationPolicy: Never``."""
+    webhook(obj)
+    obj.setdefault("reinvocationPolicy", "Never")
+
+
+def rule_scope(obj: Obj) -> None:
+    """``SetDefaults_Rule``: a rule without scope covers every scope."""
+    obj.setdefault("scope", "*")
+
+
 _CORE = "io.k8s.api.core.v1."
 _APIEXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
 _FLOWCONTROL = "io.k8s.api.flowcontrol.v1."
+_ADMISSION = "io.k8s.api.admissionregistration.v1."
 
 HOOKS: Mapping[str, Callable[[Obj], None]] = {
     "io.k8s.api.apps.v1.Deployment": deployment,
@@ -447,4 +468,8 @@ HOOKS: Mapping[str, Callable[[Obj], None]] = {
     "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.ServiceReference": service_reference_port,
     _APIEXTENSIONS + "CustomResourceDefinitionSpec": crd_spec,
     _APIEXTENSIONS + "ServiceReference": service_reference_port,
+    _ADMISSION + "ValidatingWebhook": webhook,
+    _ADMISSION + "MutatingWebhook": mutating_webhook,
+    _ADMISSION + "RuleWithOperations": rule_scope,
+    _ADMISSION + "ServiceReference": service_reference_port,
 }

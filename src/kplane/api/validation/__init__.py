@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kplane.api import errors
-from kplane.api.validation import apps, batch, core
+from kplane.api.validation import admissionregistration, apps, batch, core
 from kplane.api.validation.field import Errs, Object
 
 Validator = Callable[[Object, "Object | None"], Errs]
@@ -28,6 +28,12 @@ VALIDATORS: dict[tuple[str, str], Validator] = {
     ("apps", "DaemonSet"): apps.daemon_set,
     ("batch", "Job"): batch.job,
     ("batch", "CronJob"): batch.cron_job,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): (
+        admissionregistration.mutating_webhook_configuration
+    ),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): (
+        admissionregistration.validating_webhook_configuration
+    ),
 }
 
 
