@@ -81,6 +81,11 @@ def test_kube_node_lease_is_recreated(server: Server, api: Kube) -> None:
     namespaces controller of kube-apiserver recreates it (pkg/controlplane/controller/systemnamespaces)."""
     before = api.ok("GET", "/api/v1/namespaces/kube-node-lease")["metadata"]["uid"]
     server.kubectl("delete", "ns", "kube-node-lease", "--wait=false")
+    # no namespace controller on this bare server: finalize as it would once the namespace is empty
+    doomed = api.ok("GET", "/api/v1/namespaces/kube-node-lease")
+    assert doomed["status"]["phase"] == "Terminating"
+    doomed["spec"]["finalizers"] = []
+    api.ok("PUT", "/api/v1/namespaces/kube-node-lease/finalize", doomed)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         resp = api.get("/api/v1/namespaces/kube-node-lease")

@@ -3,9 +3,9 @@ its API: simulated nodes (``nodes``), the scheduler (``scheduler``), the simulat
 (``kubelet``), the node lifecycle controller (``nodelifecycle``), the per-namespace ``default``
 ServiceAccount and ``kube-root-ca.crt`` (``serviceaccounts``), Endpoints and EndpointSlices
 (``endpoints``, ``endpointslices``), Jobs (``jobs``), CronJobs (``cronjobs``), TTL-after-finished
-(``ttlafterfinished``), ReplicaSets and Deployments (``replicaset``, ``deployment``) and the garbage
-collector (``garbagecollector``). ``install`` adds them to a manager; ``kplane serve`` runs them in
-its process over loopback.
+(``ttlafterfinished``), ReplicaSets and Deployments (``replicaset``, ``deployment``), the garbage
+collector (``garbagecollector``) and the namespace controller (``namespaces``). ``install`` adds
+them to a manager; ``kplane serve`` runs them in its process over loopback.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
         garbagecollector,
         jobs,
         kubelet,
+        namespaces,
         nodelifecycle,
         replicaset,
         scheduler,
@@ -47,6 +48,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     await replicaset.ReplicaSetController(manager).setup()
     await deployment.DeploymentController(manager).setup()
     manager.add(garbagecollector.GarbageCollector(manager))
+    await namespaces.NamespaceController(manager).setup()
     manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
     if nodes > 0:
         simulator = nodes_mod.NodeSimulator(manager, nodes)

@@ -68,6 +68,10 @@ class ControlPlane:
     ``faults`` (a ``FaultPlan``) is installed as a server filter: every authenticated request passes
     it. ``clock`` is the server's clock (default real; a ``FakeClock`` shared with the code under
     test moves timestamps and watch timers with it). ``state_dir`` holds the reusable PKI.
+
+    No built-in controller runs (as envtest): a deleted namespace stays ``Terminating``, owners
+    do not take their dependents with them. Run ``kplane.controllers.install`` on a manager
+    against ``cp.config`` for that.
     """
 
     def __init__(
