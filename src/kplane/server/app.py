@@ -25,7 +25,17 @@ from kplane.api.catalog import Catalog
 from kplane.server import connections, storage
 from kplane.server.admission import chain as admission_chain
 from kplane.server.admission import plugin, priority
-from kplane.server.auth import authn, authz, certs, jwt, kubeconfig, rbac, rbac_escalation, serviceaccounts
+from kplane.server.auth import (
+    authn,
+    authz,
+    certs,
+    jwt,
+    kubeconfig,
+    rbac,
+    rbac_escalation,
+    serviceaccounts,
+    x509,
+)
 from kplane.server.endpoints import health, installer, metrics, nonresource, oidc
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
@@ -219,7 +229,11 @@ class APIServer:
         )
         tokens = self.service_accounts
         self._token_secrets = TokenSecrets(self.registry, tokens.legacy, self.pki.ca_pem())
-        authenticator = authn.Authenticator.from_pki(self.pki, token_file=cfg.token_file)
+        authenticator = authn.Authenticator.from_pki(
+            self.pki,
+            token_file=cfg.token_file,
+            certificates=x509.ClientCertificates(self.pki.ca_pem(), cfg.clock),
+        )
         authenticator.bearer = tokens
 
         nonres = nonresource.NonResource(self.catalog, health=self._health(timed), metrics=metrics.DEFAULT)
@@ -425,7 +439,7 @@ def _token_review(
     api = tuple(a for a in wanted if a in tokens.api_audiences)
     if not api:
         return None, ()
-    user = authenticator.authenticate(None, f"Bearer {token}")
+    user = authenticator.authenticate(f"Bearer {token}")
     return (user, api) if user is not None else (None, ())
 
 

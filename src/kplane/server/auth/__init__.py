@@ -2,7 +2,7 @@
 
 ``certs`` keeps the server's PKI in its data directory (CA, serving certificate, admin client
 certificate and token); ``kubeconfig`` writes the admin kubeconfig from it; ``authn`` turns a
-request's verified client certificate or bearer token into a ``UserInfo``. It sits beside the
+request's client certificate (verified by ``x509``) or bearer token into a ``UserInfo``. It sits beside the
 endpoints: the HTTP layer wires it in, and nothing here knows about HTTP.
 """
 
@@ -11,7 +11,6 @@ from kplane.server.auth.authn import (
     AUTHENTICATED_GROUP,
     Authenticator,
     InvalidTokenFile,
-    PeerCert,
     RequestAuthenticator,
     TokenTable,
     UserInfo,
@@ -37,7 +36,6 @@ __all__ = [
     "PKI",
     "Authenticator",
     "InvalidTokenFile",
-    "PeerCert",
     "RequestAuthenticator",
     "TokenTable",
     "UserInfo",

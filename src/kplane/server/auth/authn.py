@@ -3,9 +3,9 @@
 Two credentials are understood, checked in upstream's order (client certificate first, then bearer
 token; the first that identifies the caller wins):
 
-* a client certificate that the TLS layer has already verified against the server's CA (see
-  ``certs.PKI.ssl_server_context``): the subject's common name is the user name, each organization
-  a group;
+* a client certificate, requested but not verified by the TLS layer (``x509``), verified here
+  by a ``CertificateVerifier`` against the server's CA: the subject's common name is the user name,
+  each organization a group; one that does not verify is an error (401), not "no credentials";
 * ``Authorization: Bearer <token>``, looked up in a ``TokenTable``: the admin token from the PKI,
   plus any users from a static token file in upstream's CSV format (``token,user,uid,"g1,g2"``);
   else, a JWT, given to the ``BearerAuthenticator`` for ServiceAccount tokens (``serviceaccounts``).
@@ -35,9 +35,6 @@ AUTHENTICATED_GROUP = "system:authenticated"
 UNAUTHENTICATED_GROUP = "system:unauthenticated"
 # What upstream's system:public-info-viewer role grants to everyone, signed in or not.
 ANONYMOUS_PATHS: frozenset[str] = frozenset({"/version", "/version/", "/healthz", "/livez", "/readyz"})
-
-PeerCert = Mapping[str, object]
-"""A verified peer certificate as ``ssl.SSLObject.getpeercert()`` returns it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,14 +70,24 @@ USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("user", UserInfo)
 
 
 class RequestAuthenticator(Protocol):
-    """What the HTTP layer needs from authentication."""
+    """What the HTTP layer needs from authentication. Neither method blocks or does I/O."""
 
-    def authenticate(self, peercert: PeerCert | None, authorization: str | None) -> UserInfo | None:
-        """The user behind a request, or None when it carries no credentials that verify.
+    def authenticate_certificate(self, der: bytes) -> UserInfo | None:
+        """The user a presented client certificate (DER) names, or None when it names nobody (no
+        CN). Raises ``ValueError`` when it does not verify (the request then gets 401 unless a
+        bearer token authenticates it, as upstream's union authenticator)."""
+        ...
 
-        ``peercert`` is the verified client certificate (None or empty when none was presented);
-        ``authorization`` the raw ``Authorization`` header. Must not block or do I/O.
-        """
+    def authenticate(self, authorization: str | None) -> UserInfo | None:
+        """The user behind the raw ``Authorization`` header, or None when it does not verify."""
+        ...
+
+
+class CertificateVerifier(Protocol):
+    """Verifies a client certificate (``x509.ClientCertificates``)."""
+
+    def verify(self, der: bytes) -> UserInfo | None:
+        """The user ``der`` names, None without a CN; raises ``ValueError`` when it does not verify."""
         ...
 
 
@@ -135,48 +142,47 @@ class Authenticator:
     behaviour checks whether an ``Authorization`` header was sent.
     """
 
-    def __init__(self, tokens: TokenTable, bearer: BearerAuthenticator | None = None) -> None:
+    def __init__(
+        self,
+        tokens: TokenTable,
+        bearer: BearerAuthenticator | None = None,
+        certificates: CertificateVerifier | None = None,
+    ) -> None:
         self._tokens = tokens
         self.bearer = bearer
+        self._certificates = certificates
 
     @classmethod
-    def from_pki(cls, pki: certs.PKI, *, token_file: Path | None = None) -> Authenticator:
-        """The admin token of ``pki`` (user ``kplane-admin`` in ``system:masters``), plus ``token_file``."""
+    def from_pki(
+        cls,
+        pki: certs.PKI,
+        *,
+        token_file: Path | None = None,
+        certificates: CertificateVerifier | None = None,
+    ) -> Authenticator:
+        """The admin token of ``pki`` (user ``kplane-admin`` in ``system:masters``), plus ``token_file``;
+        client certificates verified by ``certificates`` (none accepted without it)."""
         admin = UserInfo(name=certs.ADMIN_USER, groups=(certs.ADMIN_GROUP,))
         table = TokenTable([(pki.admin_token(), admin)])
         if token_file is not None:
             for token, user in load_token_file(token_file):
                 table.add(token, user)
-        return cls(table)
+        return cls(table, certificates=certificates)
 
-    def authenticate(self, peercert: PeerCert | None, authorization: str | None) -> UserInfo | None:
-        user = user_from_cert(peercert) if peercert else None
-        if user is None and authorization:
-            token = bearer_token(authorization)
-            user = self._tokens.lookup(token) if token else None
-            if user is None and token and self.bearer is not None and token.count(".") == 2:
-                user = self.bearer.authenticate(token)
+    def authenticate_certificate(self, der: bytes) -> UserInfo | None:
+        if self._certificates is None:
+            raise ValueError("client certificates are not accepted")
+        user = self._certificates.verify(der)
         return None if user is None else with_group(user, AUTHENTICATED_GROUP)
 
-
-def user_from_cert(peercert: PeerCert) -> UserInfo | None:
-    """CN → name, each O → a group (subject order); None without a CN.
-
-    With several CNs the last wins, as with Go's ``pkix.Name``.
-    """
-    name = ""
-    groups: list[str] = []
-    subject = peercert.get("subject", ())
-    for rdn in subject if isinstance(subject, tuple) else ():
-        for attr in rdn if isinstance(rdn, tuple) else ():
-            if not (isinstance(attr, tuple) and len(attr) == 2):
-                continue
-            key, value = attr
-            if key == "commonName" and isinstance(value, str):
-                name = value
-            elif key == "organizationName" and isinstance(value, str) and value not in groups:
-                groups.append(value)
-    return UserInfo(name=name, groups=tuple(groups)) if name else None
+    def authenticate(self, authorization: str | None) -> UserInfo | None:
+        token = bearer_token(authorization) if authorization else None
+        if not token:
+            return None
+        user = self._tokens.lookup(token)
+        if user is None and self.bearer is not None and token.count(".") == 2:
+            user = self.bearer.authenticate(token)
+        return None if user is None else with_group(user, AUTHENTICATED_GROUP)
 
 
 def bearer_token(authorization: str) -> str | None:

@@ -8,8 +8,11 @@ authentication configuration allows); on them the anonymous user ``system:anonym
 authenticate is refused even on public paths, as upstream does. Requests arriving on the opt-in
 insecure (plain HTTP, loopback) port are trusted as the admin, like upstream's old insecure port.
 
-A TLS connection's client certificate cannot change, so the user it authenticates is remembered per
-connection (weakly, keyed by the connection's ``SSLObject``) and certificate parsing happens once.
+A client certificate is requested but not verified in the TLS handshake (``auth.x509``); the
+authenticator verifies it. One that does not verify makes the request 401 unless a bearer token
+authenticates it, even on the public paths (upstream's union authenticator, whose errors are not
+turned anonymous). A TLS connection's client certificate cannot change, so its outcome is
+remembered per connection (weakly, keyed by the connection's ``SSLObject``) and verified once.
 """
 
 from __future__ import annotations
@@ -27,10 +30,20 @@ INSECURE_USER = authn.UserInfo(name="kplane-admin", groups=("system:masters", au
 USER_KEY = authn.USER_KEY
 """Where this filter stores the authenticated user on a request."""
 _UNSET = object()
+_INVALID = object()  # a presented certificate that does not verify
 
 
 def authentication(authenticator: authn.RequestAuthenticator) -> Filter:
     by_connection: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+    def certificate_user(ssl_object: Any) -> Any:
+        der = ssl_object.getpeercert(binary_form=True)
+        if not der:
+            return None
+        try:
+            return authenticator.authenticate_certificate(der)
+        except ValueError:
+            return _INVALID
 
     async def authenticate(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
         transport = request.transport
@@ -40,15 +53,14 @@ def authentication(authenticator: authn.RequestAuthenticator) -> Filter:
             return await handler(request)
         user = by_connection.get(ssl_object, _UNSET)
         if user is _UNSET:
-            user = authenticator.authenticate(ssl_object.getpeercert() or None, None)
-            by_connection[ssl_object] = user
-        if user is None:
+            user = by_connection[ssl_object] = certificate_user(ssl_object)
+        if user is None or user is _INVALID:
             authorization = request.headers.get("Authorization")
             if authorization:
-                user = authenticator.authenticate(None, authorization)
+                user = authenticator.authenticate(authorization)
                 if user is None:
                     raise errors.Unauthorized("Unauthorized")
-            elif request.path not in authn.ANONYMOUS_PATHS:
+            elif user is _INVALID or request.path not in authn.ANONYMOUS_PATHS:
                 raise errors.Unauthorized("Unauthorized")
             else:
                 user = authn.ANONYMOUS

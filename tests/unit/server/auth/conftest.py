@@ -14,12 +14,13 @@ from kplane.server.auth import certs
 
 
 class TLSServer:
-    """Answers ``ok`` on each connection and records the peer certificate it saw."""
+    """Answers ``ok`` on each connection and records the peer certificate it saw (decoded and DER)."""
 
     def __init__(self, server: asyncio.Server) -> None:
         self.server = server
         self.port: int = server.sockets[0].getsockname()[1]
         self.peercerts: list[dict[str, Any] | None] = []
+        self.peerders: list[bytes] = []
 
     async def ask(self, ctx: ssl.SSLContext, *, server_hostname: str = "127.0.0.1") -> bytes:
         """Connect with ``ctx``, read the server's reply (``ok``) and close."""
@@ -45,6 +46,7 @@ def tls_server() -> TLSServerFactory:
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             holder[0].peercerts.append(writer.get_extra_info("peercert"))
+            holder[0].peerders.append(writer.get_extra_info("ssl_object").getpeercert(binary_form=True))
             writer.write(b"ok")
             await writer.drain()
             writer.close()

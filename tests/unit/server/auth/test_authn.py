@@ -6,19 +6,10 @@ from pathlib import Path
 import pytest
 
 import kplane.server.auth
-from kplane.server.auth import authn, certs
+from kplane._util.clock import RealClock
+from kplane.server.auth import authn, certs, x509
 
 from .conftest import TLSServerFactory
-
-ALICE_CERT = {
-    "subject": (
-        (("organizationName", "devs"),),
-        (("organizationName", "ops"),),
-        (("commonName", "alice"),),
-    ),
-    "issuer": ((("commonName", "kplane-ca@1"),),),
-    "version": 3,
-}
 
 
 @pytest.fixture
@@ -30,38 +21,48 @@ def pki(tmp_path: Path) -> certs.PKI:
 def authenticator(pki: certs.PKI, tmp_path: Path) -> authn.Authenticator:
     tokens = tmp_path / "tokens.csv"
     tokens.write_text('bobtoken,bob,uid-bob,"devs,viewers"\n')
-    return authn.Authenticator.from_pki(pki, token_file=tokens)
+    return authn.Authenticator.from_pki(
+        pki, token_file=tokens, certificates=x509.ClientCertificates(pki.ca_pem(), RealClock())
+    )
 
 
-def test_cert_user(authenticator: authn.Authenticator) -> None:
-    """A verified cert maps CN to the user name and each O to a group, plus system:authenticated."""
-    user = authenticator.authenticate(ALICE_CERT, None)
+def _der(cert_pem: bytes) -> bytes:
+    return ssl.PEM_cert_to_DER_cert(cert_pem.decode())
+
+
+def test_cert_user(authenticator: authn.Authenticator, pki: certs.PKI) -> None:
+    """A cert of our CA maps CN to the user name and each O to a group, plus system:authenticated."""
+    cert, _ = certs.issue_client_cert(pki, "alice", ["devs", "ops"])
+    user = authenticator.authenticate_certificate(_der(cert))
     assert user == authn.UserInfo(name="alice", groups=("devs", "ops", "system:authenticated"))
 
 
-def test_cert_wins_over_token(authenticator: authn.Authenticator) -> None:
-    """With both a cert and a token, the cert identifies the caller."""
-    user = authenticator.authenticate(ALICE_CERT, "Bearer bobtoken")
-    assert user is not None and user.name == "alice"
+def test_cert_of_another_ca_is_an_error(authenticator: authn.Authenticator, tmp_path: Path) -> None:
+    """A cert signed by another CA is an error (the request gets 401), not "no credentials"."""
+    other = certs.ensure_pki(tmp_path / "other")
+    cert, _ = certs.issue_client_cert(other, "mallory", ["system:masters"])
+    with pytest.raises(ValueError, match="unknown authority"):
+        authenticator.authenticate_certificate(_der(cert))
+    with pytest.raises(ValueError):
+        authenticator.authenticate_certificate(b"\x30\x03garbage")
 
 
-def test_cert_without_cn_falls_back_to_token(authenticator: authn.Authenticator) -> None:
-    """A cert without a CN identifies nobody; a valid token still does."""
-    no_cn = {"subject": ((("organizationName", "devs"),),)}
-    assert authenticator.authenticate(no_cn, None) is None
-    user = authenticator.authenticate(no_cn, "Bearer bobtoken")
-    assert user is not None and user.name == "bob"
+def test_certificates_refused_without_verifier(pki: certs.PKI) -> None:
+    """An authenticator built without a certificate verifier accepts no certificate."""
+    cert, _ = certs.issue_client_cert(pki, "alice")
+    with pytest.raises(ValueError):
+        authn.Authenticator(authn.TokenTable()).authenticate_certificate(_der(cert))
 
 
 def test_admin_token(authenticator: authn.Authenticator, pki: certs.PKI) -> None:
     """The PKI's admin token authenticates kplane-admin in system:masters."""
-    user = authenticator.authenticate(None, f"Bearer {pki.admin_token()}")
+    user = authenticator.authenticate(f"Bearer {pki.admin_token()}")
     assert user == authn.UserInfo(name="kplane-admin", groups=("system:masters", "system:authenticated"))
 
 
 def test_token_file_user(authenticator: authn.Authenticator) -> None:
     """A token from the token file authenticates its user, uid and groups; the scheme is case-insensitive."""
-    user = authenticator.authenticate({}, "bearer   bobtoken ")
+    user = authenticator.authenticate("bearer   bobtoken ")
     assert user == authn.UserInfo(
         name="bob", uid="uid-bob", groups=("devs", "viewers", "system:authenticated")
     )
@@ -75,8 +76,8 @@ def test_token_file_user(authenticator: authn.Authenticator) -> None:
          "basic", "space", "no-scheme"],
 )  # fmt: skip
 def test_no_valid_credentials(authenticator: authn.Authenticator, header: str | None) -> None:
-    """Without a cert, anything but a known bearer token is anonymous (None)."""
-    assert authenticator.authenticate(None, header) is None
+    """Anything but a known bearer token is anonymous (None)."""
+    assert authenticator.authenticate(header) is None
 
 
 def test_token_table_lookup() -> None:
@@ -130,7 +131,7 @@ def test_anonymous_paths() -> None:
 async def test_real_handshake_to_user(
     pki: certs.PKI, authenticator: authn.Authenticator, tls_server: TLSServerFactory, tmp_path: Path
 ) -> None:
-    """An issued client cert, verified in a real TLS handshake, authenticates as its CN and groups."""
+    """An issued client cert, presented in a real TLS handshake, authenticates as its CN and groups."""
     cert_pem, key_pem = certs.issue_client_cert(pki, "carol", ["qa"])
     (tmp_path / "c.crt").write_bytes(cert_pem)
     (tmp_path / "c.key").write_bytes(key_pem)
@@ -138,7 +139,7 @@ async def test_real_handshake_to_user(
     ctx.load_cert_chain(tmp_path / "c.crt", tmp_path / "c.key")
     async with tls_server(pki) as srv:
         assert await srv.ask(ctx) == b"ok"
-    user = authenticator.authenticate(srv.peercerts[0], None)
+    user = authenticator.authenticate_certificate(srv.peerders[0])
     assert user == authn.UserInfo(name="carol", groups=("qa", "system:authenticated"))
 
 
@@ -147,7 +148,7 @@ def test_public_surface() -> None:
     assert sorted(kplane.server.auth.__all__) == sorted(
         [
             "ADMIN_GROUP", "ADMIN_USER", "ANONYMOUS_PATHS", "AUTHENTICATED_GROUP", "DEFAULT_HOSTS", "PKI",
-            "Authenticator", "InvalidTokenFile", "PeerCert", "RequestAuthenticator", "TokenTable", "UserInfo",
+            "Authenticator", "InvalidTokenFile", "RequestAuthenticator", "TokenTable", "UserInfo",
             "admin_kubeconfig", "ensure_pki", "issue_client_cert", "load_token_file", "parse_token_file",
             "write_admin_kubeconfig",
         ]

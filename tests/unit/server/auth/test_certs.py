@@ -14,6 +14,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kplane._util import clock
 from kplane.server.auth import certs
+from kplane.server.auth import x509 as client_certs
 
 from .conftest import TLSServerFactory
 
@@ -189,18 +190,20 @@ async def test_tls_client_cert_is_verified(tmp_path: Path, tls_server: TLSServer
 @pytest.mark.parametrize(
     "version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3], ids=["tls1.2", "tls1.3"]
 )
-async def test_tls_foreign_client_cert_is_rejected(
+async def test_tls_foreign_client_cert_is_left_to_the_authenticator(
     tmp_path: Path, tls_server: TLSServerFactory, version: ssl.TLSVersion
 ) -> None:
-    """A client cert signed by another CA fails the handshake; the server never serves that client."""
+    """A client cert signed by another CA completes the handshake (Go's ``tls.RequestClientCert``),
+    so the request can be answered 401; the authenticator refuses it."""
     pki = certs.ensure_pki(tmp_path / "ours")
     other = certs.ensure_pki(tmp_path / "theirs")
     ctx = _client_ctx(pki, other.admin_cert_file, other.admin_key_file)
     ctx.maximum_version = version
     async with tls_server(pki) as srv:
-        with pytest.raises((ssl.SSLError, ConnectionError, EOFError)):
-            await srv.ask(ctx)
-    assert srv.peercerts == []
+        assert await srv.ask(ctx) == b"ok"
+    assert srv.peerders[0] == ssl.PEM_cert_to_DER_cert(other.admin_cert_file.read_text())
+    with pytest.raises(client_certs.InvalidCertificate, match="unknown authority"):
+        client_certs.ClientCertificates(pki.ca_pem(), clock.RealClock()).verify(srv.peerders[0])
 
 
 def test_server_context_settings(tmp_path: Path) -> None:
