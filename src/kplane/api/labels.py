@@ -125,6 +125,28 @@ def dns1123_label_errors(value: str) -> list[str]:
     return errs
 
 
+_DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL)
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """Why ``value`` is not an RFC 1035 label (API versions, kinds in lower case); empty when it is."""
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _DNS1035_LABEL_RE.fullmatch(value):
+        errs.append(
+            _regex_error(
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                "alphabetic character, and end with an alphanumeric character",
+                _DNS1035_LABEL,
+                "my-name",
+                "abc-123",
+            )
+        )
+    return errs
+
+
 def label_value_errors(value: str) -> list[str]:
     """Why ``value`` is not a valid label value; empty when it is."""
     errs = []

@@ -152,6 +152,26 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
         verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
         extra=("proxy",),
     ),
+    # admissionregistration.k8s.io/v1
+    _r(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        "Cluster",
+        cats=_API_EXTENSIONS,
+        status=True,
+        generation=True,
+    ),
+    _r(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+        "Cluster",
+        cats=_API_EXTENSIONS,
+        generation=True,
+    ),
     # apps/v1
     _r("apps", "v1", "controllerrevisions", "ControllerRevision"),
     _r("apps", "v1", "daemonsets", "DaemonSet", short=("ds",), cats=_ALL, status=True, generation=True),

@@ -33,15 +33,32 @@ T = cel.Type
 
 @dataclass(frozen=True)
 class Scope:
-    """Which variables an expression may use."""
+    """Which variables an expression may use (upstream's ``OptionalVariableDeclarations``)."""
 
     params: bool
     namespace_object: bool
     variables: bool
+    authorizer: bool = True
 
 
 POLICY = Scope(params=True, namespace_object=True, variables=True)
 WEBHOOK_MATCH = Scope(params=False, namespace_object=False, variables=False)
+
+
+def policy_scope(*, params: bool, variables: bool) -> Scope:
+    """A ValidatingAdmissionPolicy's expressions: ``params`` only with a ``paramKind``,
+    ``variables`` only when the policy declares some (upstream's composited compiler)."""
+    return Scope(params=params, namespace_object=True, variables=variables)
+
+
+def message_scope(scope: Scope) -> Scope:
+    """``messageExpression`` sees what the validations see but the authorizer."""
+    return Scope(
+        params=scope.params,
+        namespace_object=scope.namespace_object,
+        variables=scope.variables,
+        authorizer=False,
+    )
 
 
 def declarations(scope: Scope) -> dict[str, Any]:
@@ -49,9 +66,10 @@ def declarations(scope: Scope) -> dict[str, Any]:
         "object": T.DYN,
         "oldObject": T.DYN,
         "request": T.DYN,
-        "authorizer": types.AUTHORIZER_T,
-        "authorizer.requestResource": types.RESOURCE_CHECK_T,
     }
+    if scope.authorizer:
+        out["authorizer"] = types.AUTHORIZER_T
+        out["authorizer.requestResource"] = types.RESOURCE_CHECK_T
     if scope.params:
         out["params"] = T.DYN
     if scope.namespace_object:
@@ -90,16 +108,17 @@ def activation(
             "object": req.object,
             "oldObject": req.old_object,
             "request": dict(req.request),
-            "authorizer": authorizer,
-            "authorizer.requestResource": authz.request_resource(
+        }
+        if scope.authorizer:
+            data["authorizer"] = authorizer
+            data["authorizer.requestResource"] = authz.request_resource(
                 authorizer,
                 str(resource.get("group") or ""),
                 str(resource.get("resource") or ""),
                 str(req.request.get("subResource") or ""),
                 str(req.request.get("namespace") or ""),
                 str(req.request.get("name") or ""),
-            ),
-        }
+            )
         if scope.params:
             data["params"] = req.params
         if scope.namespace_object:

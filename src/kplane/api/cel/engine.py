@@ -65,9 +65,29 @@ def _functions() -> list[Any]:
 _NOT_IN_STRUCT = re.compile(r"(undefined field '[^']*') not found in struct '[^']*'")
 
 
+_UNDECLARED = re.compile(
+    r"ERROR: <input>:(\d+):(\d+): undeclared reference to '([A-Za-z_][\w]*)((?:\.[A-Za-z_]\w*)+)' "
+    r"\(in container ''\)\n \| ([^\n]*)\n \| [.]*\^"
+)
+
+
+def _undeclared(m: re.Match[str]) -> str:
+    """cel-go names the unknown leading identifier of a dotted name, at its start; cel-cpp names
+    the whole qualified name at its last dot."""
+    line, col, head, rest, source = m.group(1), int(m.group(2)), m.group(3), m.group(4), m.group(5)
+    last = rest.rsplit(".", 1)[1]
+    start = col - (len(head) + len(rest) - len(last) - 1)
+    if start < 1 or source[start - 1 : start - 1 + len(head)] != head:
+        return m.group(0)
+    caret = "." * (start - 1) + "^"
+    issue = f"undeclared reference to '{head}' (in container '')"
+    return f"ERROR: <input>:{line}:{start}: {issue}\n | {source}\n | {caret}"
+
+
 def _clean(message: str) -> str:
     text = _STATUS_TAIL.sub("", _STATUS.sub("", message, count=1)).rstrip()
     text = _NOT_IN_STRUCT.sub(r"\1", text)
+    text = _UNDECLARED.sub(_undeclared, text)
     # schema formats are typed with the well-known messages; cel-go names them timestamp/duration
     return text.replace("google.protobuf.Timestamp", "timestamp").replace(
         "google.protobuf.Duration", "duration"
@@ -110,12 +130,15 @@ def runtime_message(message: str) -> str:
 class Program:
     """A compiled, type-checked expression; thread-safe to evaluate."""
 
-    __slots__ = ("_expr", "result_type", "source")
+    __slots__ = ("_expr", "checked", "result_type", "source")
 
     def __init__(self, expr: Any, source: str, result_type: str | None = None) -> None:
         self._expr = expr
         self.source = source
         self.result_type: str = result_type or str(expr.return_type().name()).lower()
+        self.checked = result_type is None
+        """False for an expression run unchecked (see ``Environment.compile``): its result type
+        is unknown, so callers must not refuse it for one."""
 
     def eval(self, data: Mapping[str, Any]) -> Any:
         try:

@@ -35,7 +35,7 @@ from kplane.api.duration import parse_timestamp
 T = cel.Type
 F = descriptor_pb2.FieldDescriptorProto
 _NAME = re.compile(r"^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$")
-_RESERVED = frozenset(
+RESERVED = frozenset(
     [
         "true",
         "false",
@@ -124,7 +124,7 @@ def escape(name: str) -> str | None:
     """A property name as CEL sees it (``a-b`` → ``a__dash__b``), or None if not accessible."""
     if not _NAME.match(name):
         return None
-    if name in _RESERVED:
+    if name in RESERVED:
         return f"__{name}__"
     return (
         name.replace("__", "__underscores__")

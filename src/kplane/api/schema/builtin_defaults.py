@@ -425,6 +425,16 @@ def rule_scope(obj: Obj) -> None:
     obj.setdefault("scope", "*")
 
 
+def policy_spec(obj: Obj) -> None:
+    obj.setdefault("failurePolicy", "Fail")
+
+
+def match_resources(obj: Obj) -> None:
+    obj.setdefault("matchPolicy", "Equivalent")
+    obj.setdefault("namespaceSelector", {})
+    obj.setdefault("objectSelector", {})
+
+
 _CORE = "io.k8s.api.core.v1."
 _APIEXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
 _FLOWCONTROL = "io.k8s.api.flowcontrol.v1."
@@ -472,4 +482,7 @@ HOOKS: Mapping[str, Callable[[Obj], None]] = {
     _ADMISSION + "MutatingWebhook": mutating_webhook,
     _ADMISSION + "RuleWithOperations": rule_scope,
     _ADMISSION + "ServiceReference": service_reference_port,
+    _ADMISSION + "NamedRuleWithOperations": rule_scope,
+    _ADMISSION + "ValidatingAdmissionPolicySpec": policy_spec,
+    _ADMISSION + "MatchResources": match_resources,
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kplane.api import errors
-from kplane.api.validation import admissionregistration, apps, batch, core
+from kplane.api.validation import admissionpolicy, admissionregistration, apps, batch, core
 from kplane.api.validation.field import Errs, Object
 
 Validator = Callable[[Object, "Object | None"], Errs]
@@ -34,6 +34,8 @@ VALIDATORS: dict[tuple[str, str], Validator] = {
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): (
         admissionregistration.validating_webhook_configuration
     ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): admissionpolicy.policy,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): admissionpolicy.binding,
 }
 
 

@@ -8,24 +8,22 @@ unchanged matchConditions are not recompiled, stored expressions compile against
 
 from __future__ import annotations
 
-import re
 import urllib.parse
 from typing import Any
 
 from kplane.api import errors, labels
 from kplane.api.cel import admission as celadmission
-from kplane.api.cel import engine
+from kplane.api.validation import admissionrules
 from kplane.api.validation.field import Errs, Object, d, dl, s
 
 _ACCEPTED_REVIEW_VERSIONS = ("v1", "v1beta1")
-_FAILURE_POLICIES = ["Fail", "Ignore"]
-_MATCH_POLICIES = ["Equivalent", "Exact"]
+_FAILURE_POLICIES = admissionrules.FAILURE_POLICIES
+_MATCH_POLICIES = admissionrules.MATCH_POLICIES
 _SIDE_EFFECTS_ALL = ["None", "NoneOnDryRun", "Some", "Unknown"]
 _SIDE_EFFECTS_NONE = ["None", "NoneOnDryRun"]
 _OPERATIONS = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"]
 _REINVOCATION = ["IfNeeded", "Never"]
 _SCOPES = ["*", "Cluster", "Namespaced"]
-_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _URL_FORM = "; desired format: https://host[/path]"
 
 
@@ -46,19 +44,6 @@ class _Operations(_GoSlice):
 
 def _strings(value: Any) -> list[str]:
     return [x for x in value if isinstance(x, str)] if isinstance(value, list) else []
-
-
-def _dns1035_errors(value: str) -> list[str]:
-    msgs = []
-    if len(value) > 63:
-        msgs.append("must be no more than 63 characters")
-    if not _DNS1035.fullmatch(value):
-        msgs.append(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-            "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-            "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-        )
-    return msgs
 
 
 def fully_qualified_name(name: str, path: str) -> Errs:
@@ -242,39 +227,9 @@ def webhook_service(svc: Object, path: str) -> Errs:
 
 
 def match_conditions(raw: Any, path: str, stored: frozenset[str]) -> Errs:
-    """``validateMatchConditions``: at most 64, unique qualified names, boolean CEL expressions
-    (those already stored compile against the full library)."""
-    conds = dl(raw)
-    errs: Errs = []
-    if len(conds) > 64:
-        errs.append(errors.FieldError("FieldValueTooMany", path, "must have at most 64 items", len(conds)))
-    names: set[str] = set()
-    for i, cond in enumerate(conds):
-        at = f"{path}[{i}]"
-        expression = s(cond, "expression").strip()
-        if not expression:
-            errs.append(errors.required(f"{at}.expression"))
-        else:
-            errs += _condition(expression, f"{at}.expression", expression in stored)
-        name = s(cond, "name")
-        if not name:
-            errs.append(errors.required(f"{at}.name"))
-        else:
-            errs += [errors.invalid(f"{at}.name", name, m) for m in labels.qualified_name_errors(name)]
-            if name in names:
-                errs.append(errors.FieldError("FieldValueDuplicate", f"{at}.name", "", name))
-            names.add(name)
-    return errs
-
-
-def _condition(expression: str, path: str, stored: bool) -> Errs:
-    try:
-        program = celadmission.compile(expression, celadmission.WEBHOOK_MATCH, stored=stored)
-    except engine.CompileError as exc:
-        return [errors.invalid(path, expression, f"compilation failed: {exc}")]
-    if program.result_type != "bool":
-        return [errors.invalid(path, expression, f"must evaluate to bool but got {program.result_type}")]
-    return []
+    """``validateMatchConditions`` of a webhook (no ``params``; those already stored compile
+    against the full library)."""
+    return admissionrules.match_conditions(raw, path, celadmission.WEBHOOK_MATCH, stored)
 
 
 def _review_versions(raw: Any, path: str, require_known: bool) -> Errs:
@@ -288,7 +243,7 @@ def _review_versions(raw: Any, path: str, require_known: bool) -> Errs:
             errs.append(errors.invalid(f"{path}[{i}]", v, "duplicate version"))
             continue
         seen.add(v)
-        errs += [errors.invalid(f"{path}[{i}]", v, m) for m in _dns1035_errors(v)]
+        errs += [errors.invalid(f"{path}[{i}]", v, m) for m in labels.dns1035_label_errors(v)]
     if require_known and not any(v in _ACCEPTED_REVIEW_VERSIONS for v in versions):
         errs.append(errors.invalid(path, _GoSlice(versions), "must include at least one of v1, v1beta1"))
     return errs
