@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kplane.cli import kubeconfig
 from kplane.server import launch
 
 _T0 = time.monotonic()
@@ -109,6 +110,15 @@ def add_parser(sub: Any) -> None:
         help="events kept for watch resume; older resourceVersions answer 410 Expired (default 10000)",
     )
     p.add_argument(
+        "--history-retention",
+        type=parse_retention,
+        default=parse_retention(DEFAULT_RETENTION),
+        metavar="AGE[,COUNT]",
+        help="object history kept in the store (e.g. 24h,100000): compaction removes a past"
+        " revision only once it is older than AGE and more than COUNT revisions old"
+        f" (default {DEFAULT_RETENTION}; count defaults to 10000)",
+    )
+    p.add_argument(
         "--watch-bookmark-interval",
         type=float,
         default=60.0,
@@ -189,6 +199,25 @@ def _start_failure(err: Exception, data_dir: Path) -> str:
     raise err
 
 
+DEFAULT_RETENTION = "1h,10000"
+
+
+def parse_retention(text: str) -> tuple[float, int]:
+    """``AGE[,COUNT]`` (``24h``, ``24h,100000``, ``0,500``) as (seconds, revisions); a plain ``0``
+    age keeps history by count only. Raises ``argparse.ArgumentTypeError`` otherwise."""
+    age, _, count = text.partition(",")
+    try:
+        seconds = 0.0 if age.strip() == "0" else kubeconfig.parse_duration(age.strip()).total_seconds()
+        revisions = int(count) if count else 10_000
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(
+            f"invalid --history-retention {text!r}: use AGE[,COUNT], e.g. 24h,100"
+        ) from e
+    if revisions < 0:
+        raise argparse.ArgumentTypeError(f"invalid --history-retention {text!r}: COUNT must be >= 0")
+    return seconds, revisions
+
+
 def run(args: argparse.Namespace) -> int:
     launch.import_aiohttp_quickly()
     from kplane.server.app import ServerConfig
@@ -215,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
         service_account_issuer=args.service_account_issuer,
         service_account_max_token_expiration=args.service_account_max_token_expiration,
         history_window=args.history_window,
+        history_retention_seconds=args.history_retention[0],
+        history_retention_revisions=args.history_retention[1],
         watch_bookmark_interval=args.watch_bookmark_interval,
         schema_validation=not args.no_schema_validation,
         enable_admission_plugins=args.enable_admission_plugins,

@@ -36,7 +36,7 @@ from kplane.server.auth import (
     serviceaccounts,
     x509,
 )
-from kplane.server.endpoints import health, installer, metrics, nonresource, oidc
+from kplane.server.endpoints import health, history, installer, metrics, nonresource, oidc
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
 from kplane.server.filters.inflight import Limits
@@ -97,6 +97,11 @@ class ServerConfig:
     """Upstream's EncryptionConfiguration: which resources are encrypted at rest, with which keys."""
     watch_bookmark_interval: float = 60.0
     history_window: int = 10_000
+    """Events the cache keeps for watch resume (older resourceVersions: 410 Expired)."""
+    history_retention_seconds: float = 3600.0
+    history_retention_revisions: int = 10_000
+    """Object history the SQLite store keeps (``--history-retention``): a past revision is compacted
+    only once it is older than the seconds and more than this many revisions behind."""
     kubeconfig_path: Path | None = None
     schema_validation: bool = True  # False only to measure what validation costs
     enable_admission_plugins: str = ""
@@ -124,6 +129,7 @@ class APIServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.catalog: Catalog = builtin_catalog()
+        self.catalog.replace_group_resource(None, [history.RECORD])
         self.storage: CachedStorage | None = None
         self.registry: Registry | None = None
         self.pki: certs.PKI | None = None
@@ -175,11 +181,16 @@ class APIServer:
         if cfg.storage == "memory":
             from kplane.server.storage.memory import MemoryStorage
 
-            backend = MemoryStorage(window=cfg.history_window)
+            backend = MemoryStorage(window=cfg.history_window, clock=cfg.clock)
         else:
             from kplane.server.storage.sqlite import SQLiteStorage
 
-            backend = SQLiteStorage(str(cfg.data_dir / "state.db"), history_window=cfg.history_window)
+            backend = SQLiteStorage(
+                str(cfg.data_dir / "state.db"),
+                history_window=cfg.history_retention_revisions,
+                history_seconds=cfg.history_retention_seconds,
+                clock=cfg.clock,
+            )
         if cfg.encryption_provider_config is not None:
             from kplane.server.storage.encryption import config as encryption
             from kplane.server.storage.encryption.storage import EncryptedStorage

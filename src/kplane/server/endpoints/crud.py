@@ -25,8 +25,25 @@ Object = dict[str, Any]
 
 
 async def get(scope: Scope) -> web.StreamResponse:
-    obj = await scope.registry.get(scope.record, scope.info.namespace, scope.info.name)
+    """GET; with ``resourceVersion=N&resourceVersionMatch=Exact`` (a kplane extension: upstream's
+    GetOptions has no match, so a GET reads the latest state), the object as of revision N."""
+    info = scope.info
+    revision = exact_revision(scope.query)
+    if revision:
+        obj = await scope.registry.get_at(scope.record, info.namespace, info.name, revision)
+        return scope.respond(obj)
+    obj = await scope.registry.get(scope.record, info.namespace, info.name)
     return scope.respond(obj, stored=True)
+
+
+def exact_revision(query: Any) -> int:
+    """N of ``resourceVersion=N&resourceVersionMatch=Exact`` (0 when not asked for, or N is 0)."""
+    if query.get("resourceVersionMatch") != "Exact":
+        return 0
+    rv = query.get("resourceVersion") or "0"
+    if not rv.isdigit() or len(rv) > 19:
+        raise errors.BadRequest(f'invalid resourceVersion "{rv}": must be a non-negative integer')
+    return int(rv)
 
 
 async def create(scope: Scope) -> web.StreamResponse:

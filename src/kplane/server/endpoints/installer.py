@@ -22,6 +22,7 @@ from kplane.server.endpoints import (
     componentstatus,
     crud,
     encoded,
+    history,
     listwatch,
     logs,
     negotiation,
@@ -149,6 +150,10 @@ class APIHandler:
             if self.token_review is None or sub:
                 raise errors.resource_not_found()
             table = {"create": functools.partial(tokenreview.create, review=self.token_review)}
+        elif record.group == history.GROUP:
+            table = {"list": functools.partial(history.list_, catalog=self.catalog)}
+            if sub:
+                raise errors.resource_not_found()
         elif record.group in _REVIEW_GROUPS:
             table = _REVIEW
             if sub:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from kplane.server import storage
 from kplane.server.auth import authn, authz
-from kplane.server.endpoints import requestinfo
+from kplane.server.endpoints import history, requestinfo
 from kplane.server.filters.types import Filter, Handler
 
 
@@ -20,6 +21,13 @@ def attributes_of(request: web.BaseRequest, user: authn.UserInfo) -> authz.Attri
     info = request[requestinfo.INFO_KEY]
     if not info.is_resource:
         return authz.Attributes(user, request.method.lower(), resource_request=False, path=request.path)
+    if info.group == history.GROUP:
+        target = history.authorization_target(request.query)
+        if target is not None:  # reading an object's history is reading the object
+            verb, group, resource, name = target
+            return authz.Attributes(
+                user, verb, group=group, resource=resource, namespace=info.namespace, name=name
+            )
     name = info.name
     if not name and info.verb in ("list", "watch"):
         name = _name_from_field_selector(request.query.get("fieldSelector", ""))
@@ -45,7 +53,8 @@ def _name_from_field_selector(selector: str) -> str:
 
 def authorization(authorizer: authz.Authorizer, rules_for: authz.RulesFor = authz.all_rules) -> Filter:
     """Refuse what ``authorizer`` does not allow; leave it and ``rules_for`` on the request for
-    the review APIs."""
+    the review APIs. The handler runs with ``storage.WRITER`` set to the user, whom a store that
+    keeps history records with each write."""
 
     async def authorize(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
         user = request[authn.USER_KEY]
@@ -56,6 +65,10 @@ def authorization(authorizer: authz.Authorizer, rules_for: authz.RulesFor = auth
             raise authz.forbidden(attributes, decision.reason)
         request[authz.AUTHORIZER_KEY] = authorizer
         request[authz.RULES_KEY] = rules_for
-        return await handler(request)
+        token = storage.WRITER.set(user.name)
+        try:
+            return await handler(request)
+        finally:
+            storage.WRITER.reset(token)
 
     return authorize

@@ -22,6 +22,8 @@ from kplane.server.registry.objects import storage_error
 
 Object = dict[str, Any]
 
+EXPIRED = "The resourceVersion for the provided list is too old."
+"""410 for a read at a compacted revision (storage/etcd3/errors.go ``expired``)."""
 CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can start a "
     "new list without the continue parameter, or use the continue token in this response to retrieve "
@@ -172,7 +174,7 @@ async def list_objects(
     except storage.Expired:
         if opts.continue_token:
             raise errors.Gone(CONTINUE_EXPIRED) from None
-        raise errors.Gone("The resourceVersion for the provided list is too old.") from None
+        raise errors.Gone(EXPIRED) from None
     except storage.StorageError as err:
         raise storage_error(record, "", err) from None
     return result

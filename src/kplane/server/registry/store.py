@@ -112,6 +112,20 @@ class Registry:
         except storage.StorageError as err:
             raise storage_error(record, name, err) from None
 
+    async def get_at(self, record: ResourceRecord, namespace: str, name: str, revision: int) -> Object:
+        """The object as of ``revision`` from the store's history: 410 (upstream's answer to a read
+        at a compacted etcd revision) once compaction removed it, 404 when absent then, 405 when
+        the store keeps no history."""
+        try:
+            found = await storage.history_of(self.storage).get_at(record.key(namespace, name), revision)
+        except storage.Expired:
+            raise errors.Gone(listing.EXPIRED) from None
+        except storage.HistoryNotKept as err:
+            raise errors.MethodNotAllowed(str(err)) from None
+        except storage.StorageError as err:
+            raise storage_error(record, name, err) from None
+        return to_version(record, found)
+
     async def list_current(self, record: ResourceRecord) -> list[Object]:
         """Every object of ``record`` now (all namespaces), as stored."""
         return (await self.storage.list(record.key_prefix)).items

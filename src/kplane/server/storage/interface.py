@@ -17,6 +17,11 @@ transaction is committed with ``synchronous=FULL``).
 Ordering: ``watch`` delivers every event with revision > ``from_revision`` under the prefix, in
 revision order, exactly once, until closed. A watcher that cannot keep up is terminated with an
 error (its iterator raises ``StorageError``) rather than blocking writers or other watchers.
+
+History (optional, ``History``): a backend that keeps the log of past revisions may answer the
+retained writes of a key and the state of a key at a past revision. Each write is recorded with the
+wall-clock time of its commit and the ``WRITER`` in effect when it was made (the API server sets it to
+the authenticated user of the request).
 """
 
 from __future__ import annotations
@@ -140,6 +145,66 @@ STALE_READ: ContextVar[bool] = ContextVar("kplane_storage_stale_read", default=F
 """True while an ``UpdateFunc`` runs on a value the backend read in a form it no longer writes
 (encrypted with an old key: upstream's "stale" transformer read). An update function that skips
 unchanged writes must write anyway then, so rewriting an object moves it to the current form."""
+
+
+WRITER: ContextVar[str] = ContextVar("kplane_storage_writer", default="")
+"""Who makes the writes of the current task (the request's user); a backend that keeps history
+records it with each write it accepts, at no other cost."""
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One retained write of one key.
+
+    ``type`` is ADDED for the write that created the key (a re-creation after a deletion too),
+    DELETED for a deletion, MODIFIED otherwise. ``object`` is the state the write left, stamped with
+    ``revision`` (for DELETED: the last state). ``timestamp`` is the commit's wall-clock time in
+    seconds since the epoch and ``writer`` the ``WRITER`` of the write (0.0 and "" when the store
+    recorded none, e.g. rows written before it kept them).
+    """
+
+    revision: int
+    key: str
+    type: EventType
+    object: Object
+    timestamp: float = 0.0
+    writer: str = ""
+
+
+class HistoryNotKept(StorageError):
+    """The backend does not keep a readable history (it does not implement ``History``)."""
+
+    def __init__(self) -> None:
+        super().__init__("this storage backend does not keep object history")
+
+
+class History(Protocol):
+    """Reading the retained past of the store (optional: see ``history_of``).
+
+    Retention is the backend's (its compaction); what compaction removed is gone: ``get_at`` below
+    the compacted revision raises ``Expired``. Both methods are consistent snapshots of the log.
+    """
+
+    async def revisions(
+        self, where: str, *, deletions_only: bool = False, limit: int = 1000
+    ) -> list[Revision]:
+        """The retained writes of the key ``where`` or, when ``where`` ends with ``/``, of every key
+        under that prefix; with ``deletions_only``, only deletions. The newest ``limit`` of them
+        (``limit`` >= 1), in revision order. A key never written, or compacted away, gives ``[]``."""
+        ...
+
+    async def get_at(self, key: str, revision: int) -> Object:
+        """The object at ``key`` as of ``revision`` (its resourceVersion is that of the write that
+        made it, <= ``revision``). Raises ``KeyNotFound`` when absent then, ``Expired`` when
+        ``revision`` is older than the retained history, ``TooLargeRevision`` when in the future."""
+        ...
+
+
+def history_of(store: object) -> History:
+    """``store``'s ``History``; raises ``HistoryNotKept`` when it keeps none."""
+    if callable(getattr(store, "revisions", None)) and callable(getattr(store, "get_at", None)):
+        return store  # type: ignore[return-value]
+    raise HistoryNotKept()
 
 
 class Watch(Protocol):

@@ -17,11 +17,12 @@ from collections.abc import Callable
 
 import orjson
 
+from kplane._util import clock as clock_
 from kplane.server.storage import interface
 from kplane.server.storage.cacher import fanout
 
-_Version = tuple[int, interface.Object | None]
-"""(revision, object), the object is None for a deletion."""
+_Version = tuple[int, interface.Object | None, float, str, interface.EventType]
+"""(revision, object, commit time, writer, event type), the object is None for a deletion."""
 
 
 def deep_copy(obj: interface.Object) -> interface.Object:
@@ -33,9 +34,12 @@ def deep_copy(obj: interface.Object) -> interface.Object:
 class MemoryStorage:
     """``Storage`` held in memory. Safe to use from one event loop (no locks; no thread safety)."""
 
-    def __init__(self, *, window: int = 10_000, watcher_capacity: int = 10_000) -> None:
+    def __init__(
+        self, *, window: int = 10_000, watcher_capacity: int = 10_000, clock: clock_.Clock | None = None
+    ) -> None:
         if window < 1:
             raise ValueError("window must be >= 1")
+        self._clock: clock_.Clock = clock or clock_.RealClock()
         self._window = window
         self._watcher_capacity = watcher_capacity
         self._rev = 0
@@ -109,6 +113,39 @@ class MemoryStorage:
             if obj is not None:
                 out.append((key, obj))
         return out, self._rev
+
+    # -- history (interface.History) -----------------------------------------------------------
+
+    async def revisions(
+        self, where: str, *, deletions_only: bool = False, limit: int = 1000
+    ) -> builtins.list[interface.Revision]:
+        self._check_open()
+        if where.endswith("/"):
+            keys = self._keys
+            lo = bisect.bisect_left(keys, where)
+            chosen = list(itertools.takewhile(lambda k: k.startswith(where), keys[lo:]))
+        else:
+            chosen = [where] if where in self._versions else []
+        out: list[interface.Revision] = []
+        for key in chosen:
+            previous: interface.Object | None = None
+            for rev, obj, ts, writer, kind in self._versions[key]:
+                state = obj if obj is not None else previous
+                previous = obj
+                if state is None or (deletions_only and kind != interface.DELETED):
+                    continue
+                stamped = interface.stamped_copy(state, rev) if obj is None else state
+                out.append(interface.Revision(rev, key, kind, stamped, ts, writer))
+        out.sort(key=lambda r: r.revision)
+        return out[-max(1, limit) :]
+
+    async def get_at(self, key: str, revision: int) -> interface.Object:
+        self._check_open()
+        rev = self._check_revision(revision)
+        obj = self._at(key, rev) if key in self._versions else None
+        if obj is None:
+            raise interface.KeyNotFound(key)
+        return obj
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -225,7 +262,7 @@ class MemoryStorage:
         if versions is None:
             versions = self._versions[key] = []
             bisect.insort(self._keys, key)
-        versions.append((rev, obj))
+        versions.append((rev, obj, self._clock.now().timestamp(), interface.WRITER.get(), event.type))
         self._rev = rev
         self._events.append(event)
         if len(self._events) > self._window:

@@ -167,6 +167,37 @@ async def test_background_compaction_keeps_window(tmp_path: pathlib.Path) -> Non
         await s.close()
 
 
+async def test_background_compaction_keeps_history_younger_than_its_age(tmp_path: pathlib.Path) -> None:
+    """With retention by age (``--history-retention=25m,0``), a revision is compacted only once it is
+    older than the age, and history reads stay answered until then."""
+    fake = clock.FakeClock()
+    s = _open(
+        tmp_path / "kplane.db",
+        compaction_interval=1000.0,
+        history_window=0,
+        history_seconds=1500.0,
+        clock=fake,
+    )
+    try:
+        await s.create(contract.key("a"), contract.pod("a"))
+        for i in range(1, 20):
+            await s.guaranteed_update(contract.key("a"), contract.set_counter(i))
+        for _ in range(2):  # t = 1000, 2000: the writes are younger than 1500 s at the first tick
+            await contract.eventually(fake.has_waiters)
+            fake.step(1000.0)
+        await contract.eventually(fake.has_waiters)
+        assert s._writer.compacted == 0
+        assert len(await s.revisions(contract.key("a"))) == 20
+        assert (await s.get_at(contract.key("a"), 3))["spec"]["counter"] == 2
+        fake.step(1000.0)  # t = 3000: the writes of t = 0 are now past the age
+        await contract.eventually(lambda: s._writer.compacted == 20)
+        with pytest.raises(interface.Expired):
+            await s.get_at(contract.key("a"), 3)
+        assert [r.revision for r in await s.revisions(contract.key("a"))] == [20]
+    finally:
+        await s.close()
+
+
 async def test_compaction_removes_superseded_rows(tmp_path: pathlib.Path) -> None:
     """compact deletes superseded and deleted rows up to the revision, keeping live objects."""
     path = tmp_path / "kplane.db"
@@ -276,5 +307,40 @@ async def test_reclaim_returns_space_after_deletes(tmp_path: pathlib.Path) -> No
         freed = await s.reclaim()
         assert freed > 0 and path.stat().st_size < full * 0.5, (freed, full, path.stat().st_size)
         assert contract.names(await s.list(contract.PODS)) == [f"p{i:03}" for i in range(150, 200)]
+    finally:
+        await s.close()
+
+
+async def test_store_without_history_columns_is_migrated(tmp_path: pathlib.Path) -> None:
+    """A store written before the log kept time and writer gains both columns when opened: its rows
+    read as written at 0 by nobody, new rows carry both."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "PRAGMA journal_mode=WAL;"
+        "CREATE TABLE meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE log(rev INTEGER PRIMARY KEY, key TEXT NOT NULL, create_rev INTEGER NOT NULL,"
+        " prev_rev INTEGER NOT NULL, deleted INTEGER NOT NULL, value BLOB);"
+        "CREATE INDEX log_key_rev ON log(key, rev);"
+        "INSERT INTO meta VALUES ('format', 'kplane-log/1'), ('compacted', '0');"
+    )
+    conn.execute(
+        "INSERT INTO log VALUES (1, ?, 1, 0, 0, ?)",
+        (contract.key("a"), b'{"metadata":{"name":"a"},"spec":{"counter":0}}'),
+    )
+    conn.commit()
+    conn.close()
+    s = _open(path)
+    try:
+        token = interface.WRITER.set("carol")
+        try:
+            await s.guaranteed_update(contract.key("a"), contract.set_counter(3))
+        finally:
+            interface.WRITER.reset(token)
+        revs = await s.revisions(contract.key("a"))
+        assert [(r.revision, r.type, r.writer, r.timestamp > 0) for r in revs] == [
+            (1, interface.ADDED, "", False),
+            (2, interface.MODIFIED, "carol", True),
+        ]
     finally:
         await s.close()

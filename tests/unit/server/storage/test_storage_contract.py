@@ -96,3 +96,9 @@ async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Asy
 async def test_contract(check: contract.Check, factory: contract.Factory) -> None:
     """Each implementation satisfies each property of the storage contract."""
     await check(factory)
+
+
+@pytest.mark.parametrize("check", contract.HISTORY_CHECKS, ids=contract.check_id)
+async def test_history_contract(check: contract.Check, factory: contract.Factory) -> None:
+    """Each implementation, and every decorator over it, keeps and reads history alike."""
+    await check(factory)

@@ -232,6 +232,21 @@ class CachedStorage:
         return [(k, objects[k]) for k in keys[lo:hi]], self._rev
 
     # ``timeout`` is measured on the injected Clock, which ``asyncio.timeout`` cannot use.
+    async def revisions(
+        self, where: str, *, deletions_only: bool = False, limit: int = 1000
+    ) -> builtins.list[interface.Revision]:
+        """The backend's ``History.revisions`` (the cache keeps no past states); raises
+        ``HistoryNotKept`` when the backend keeps none."""
+        history = interface.history_of(self._backend)
+        return await history.revisions(where, deletions_only=deletions_only, limit=limit)
+
+    async def get_at(self, key: str, revision: int) -> interface.Object:
+        """The backend's ``History.get_at``, once the cache has seen ``revision``."""
+        history = interface.history_of(self._backend)
+        if revision > self._rev:
+            await self.wait_for_revision(revision)
+        return await history.get_at(key, revision)
+
     async def wait_for_revision(self, revision: int, timeout: float = 3.0) -> None:  # noqa: ASYNC109
         """Return once the cache has applied ``revision``; raise ``TooLargeRevision`` after
         ``timeout`` seconds if it has not (for "not older than N" reads)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import builtins
+import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -163,6 +164,17 @@ class EncryptedStorage:
 
     async def delete(self, key: str, *args: Any, **kwargs: Any) -> interface.Object:
         return self._open(key, await self._backend.delete(key, *args, **kwargs))
+
+    async def revisions(
+        self, where: str, *, deletions_only: bool = False, limit: int = 1000
+    ) -> builtins.list[interface.Revision]:
+        found = await interface.history_of(self._backend).revisions(
+            where, deletions_only=deletions_only, limit=limit
+        )
+        return [dataclasses.replace(r, object=self._open(r.key, r.object)) for r in found]
+
+    async def get_at(self, key: str, revision: int) -> interface.Object:
+        return self._open(key, await interface.history_of(self._backend).get_at(key, revision))
 
     def listen(self, listener: Callable[[interface.Event], None]) -> Callable[[], None]:
         unlisten: Callable[[], None] = self._backend.listen(lambda event: listener(self._event(event)))

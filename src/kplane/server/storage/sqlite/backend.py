@@ -42,6 +42,7 @@ from kplane.server.storage.sqlite import queries, schema, space, writer
 
 _T = TypeVar("_T")
 _COMPACT_CHUNK = 10_000
+_WRITER = interface.WRITER
 _log = logging.getLogger(__name__)
 
 
@@ -78,7 +79,8 @@ class SQLiteStorage:
         except BaseException:
             space.unlock(self._lock)
             raise
-        self._writer = writer.Writer(write_conn, self._deliver, path=path)
+        now = self._clock.now
+        self._writer = writer.Writer(write_conn, self._deliver, lambda: now().timestamp(), path=path)
         try:
             self._writer.load()
         except sqlite3.DatabaseError as e:
@@ -146,12 +148,33 @@ class SQLiteStorage:
         pairs, _ = await self._read_in_thread(queries.snapshot, self._pool_conn, prefix, rev, "", 0)
         return pairs, rev
 
+    # -- history (interface.History) -----------------------------------------------------------
+
+    async def revisions(
+        self, where: str, *, deletions_only: bool = False, limit: int = 1000
+    ) -> builtins.list[interface.Revision]:
+        self._check_open()
+        return await self._read_in_thread(
+            queries.revisions, self._pool_conn, where, deletions_only, max(1, limit)
+        )
+
+    async def get_at(self, key: str, revision: int) -> interface.Object:
+        self._check_open()
+        rev = self._check_revision(revision)
+        found = self._read_inline(queries.at, self._loop_conn, key, rev)
+        self._check_not_compacted(rev)
+        if found is None:
+            raise interface.KeyNotFound(key)
+        return found
+
     # -- writes --------------------------------------------------------------------------------
 
     async def create(self, key: str, obj: interface.Object) -> interface.Object:
         self._check_open()
         self._check_space()
-        await self._write(writer.WriteOp(writer.CREATE, key, orjson.dumps(obj), 0, self._future(), obj))
+        await self._write(
+            writer.WriteOp(writer.CREATE, key, orjson.dumps(obj), 0, self._future(), obj, None, _WRITER.get())
+        )
         return obj
 
     async def guaranteed_update(
@@ -178,7 +201,9 @@ class SQLiteStorage:
                 continue
             self._check_open()
             self._check_space()
-            op = writer.WriteOp(writer.UPDATE, key, orjson.dumps(new), read_rev, self._future(), new, current)
+            op = writer.WriteOp(
+                writer.UPDATE, key, orjson.dumps(new), read_rev, self._future(), new, current, _WRITER.get()
+            )
             if await self._write(op) != writer.CONFLICT:
                 return new
 
@@ -196,7 +221,9 @@ class SQLiteStorage:
                 preconditions.check(key, current)
             # A deletion's row holds no value (its last state is the previous row's): deleting
             # costs little space, which matters most when the disk is full.
-            op = writer.WriteOp(writer.DELETE, key, b"", read_rev, self._future(), None, current)
+            op = writer.WriteOp(
+                writer.DELETE, key, b"", read_rev, self._future(), None, current, _WRITER.get()
+            )
             if await self._write(op) != writer.CONFLICT:
                 assert op.obj is not None  # set by ``_deliver``: the last state, stamped
                 if self._space.full is not None:

@@ -1,4 +1,5 @@
-"""Read queries on the log: latest row of a key, a prefix snapshot at a revision, history for watch.
+"""Read queries on the log: latest row of a key, a prefix snapshot at a revision, history for watch,
+and the retained revisions of a key (object history).
 
 Every function takes a connection and returns decoded objects stamped with the revision of the row
 they came from (the ``resourceVersion`` inside a stored value is never trusted). Snapshots filter on
@@ -102,11 +103,7 @@ def history(
             break
         # previous states needed: an update's, and a value-less deletion's (its last state)
         wanted = [r[3] for r in rows if r[3] and ((r[4] and not r[5]) or (not r[4] and r[2] != r[0]))]
-        prev_values: dict[int, bytes] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            prev_values.update(conn.execute(f"SELECT rev, value FROM log WHERE rev IN ({marks})", chunk))
+        prev_values = _values(conn, wanted)
         for rev, key, create_rev, prev_rev, deleted, value in rows:
             if deleted:
                 state = value or prev_values[prev_rev]
@@ -122,3 +119,55 @@ def history(
         if len(rows) < batch:
             break
     return events
+
+
+def _values(conn: sqlite3.Connection, revs: list[int]) -> dict[int, bytes]:
+    """The stored values of the rows ``revs`` that still exist."""
+    values: dict[int, bytes] = {}
+    for start in range(0, len(revs), 500):
+        chunk = revs[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        values.update(conn.execute(f"SELECT rev, value FROM log WHERE rev IN ({marks})", chunk))
+    return values
+
+
+def at(conn: sqlite3.Connection, key: str, revision: int) -> interface.Object | None:
+    """The object at ``key`` as of ``revision``, or None when it was absent or deleted then."""
+    row = conn.execute(
+        "SELECT rev, deleted, value FROM log WHERE key = ? AND rev <= ? ORDER BY rev DESC LIMIT 1",
+        (key, revision),
+    ).fetchone()
+    if row is None or row[1]:
+        return None
+    return decode(row[2], row[0])
+
+
+def revisions(
+    conn: sqlite3.Connection, where: str, deletions_only: bool, limit: int
+) -> list[interface.Revision]:
+    """The newest ``limit`` rows of the key ``where`` (of the keys under it when it ends with
+    ``/``), deletions only with ``deletions_only``, in revision order (``History.revisions``)."""
+    if where.endswith("/"):
+        cond, params = _range(where, "")
+    else:
+        cond, params = "key = ?", [where]
+    if deletions_only:
+        cond += " AND deleted = 1"
+    rows = conn.execute(
+        "SELECT rev, key, create_rev, prev_rev, deleted, value, ts, writer FROM log"
+        f" WHERE {cond} ORDER BY rev DESC LIMIT ?",
+        [*params, limit],
+    ).fetchall()
+    rows.reverse()
+    prev_values = _values(conn, [r[3] for r in rows if r[4] and not r[5]])
+    out: list[interface.Revision] = []
+    for rev, key, create_rev, prev_rev, deleted, value, ts, writer in rows:
+        kind: interface.EventType
+        if deleted:
+            value = value or prev_values.get(prev_rev)
+            kind = interface.DELETED
+        else:
+            kind = interface.ADDED if create_rev == rev else interface.MODIFIED
+        if value:  # a deletion whose last state was compacted has nothing to show
+            out.append(interface.Revision(rev, key, kind, decode(value, rev), ts, writer))
+    return out

@@ -2,7 +2,10 @@
 
 The layout is one append-only ``log`` table whose ``rev`` is the revision, plus a ``meta`` table that
 marks the file as a kplane store and remembers the compacted revision (so the revision never goes
-backwards across restarts, even when compaction removed the newest row, a deletion).
+backwards across restarts, even when compaction removed the newest row, a deletion). Each row also
+records its commit time (``ts``, seconds since the epoch) and its writer (the request's user); a
+store from before those columns gains them when opened for writing (rows already there read 0 and
+"").
 
 The store holds Secrets in clear, so the file and its ``-wal``/``-shm`` companions are owner-only
 (0600): the database file is created so before SQLite opens it (SQLite gives its companions the
@@ -23,11 +26,16 @@ FORMAT = "kplane-log/1"
 _SCHEMA = (
     "CREATE TABLE meta(name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE log(rev INTEGER PRIMARY KEY, key TEXT NOT NULL, create_rev INTEGER NOT NULL,"
-    " prev_rev INTEGER NOT NULL, deleted INTEGER NOT NULL, value BLOB)",
+    " prev_rev INTEGER NOT NULL, deleted INTEGER NOT NULL, value BLOB,"
+    " ts REAL NOT NULL DEFAULT 0, writer TEXT NOT NULL DEFAULT '')",
     # "latest row per key" and prefix scans: (key, rev) covers both as an index-only scan.
     "CREATE INDEX log_key_rev ON log(key, rev)",
 )
-_LOG_COLUMNS = ["rev", "key", "create_rev", "prev_rev", "deleted", "value"]
+_LOG_COLUMNS = ["rev", "key", "create_rev", "prev_rev", "deleted", "value", "ts", "writer"]
+_MIGRATIONS = (  # columns added since the first layout; ADD COLUMN rewrites no row
+    "ALTER TABLE log ADD COLUMN ts REAL NOT NULL DEFAULT 0",
+    "ALTER TABLE log ADD COLUMN writer TEXT NOT NULL DEFAULT ''",
+)
 FILE_MODE = 0o600
 COMPANIONS = ("-wal", "-shm", "-journal")
 
@@ -115,6 +123,9 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 conn.execute(statement)
             conn.execute("INSERT INTO meta(name, value) VALUES ('format', ?)", (FORMAT,))
             conn.execute("INSERT INTO meta(name, value) VALUES ('compacted', '0')")
+        elif "log" in tables and _columns(conn) == _LOG_COLUMNS[: -len(_MIGRATIONS)]:
+            for statement in _MIGRATIONS:
+                conn.execute(statement)
         conn.execute("COMMIT")
     except BaseException:
         rollback(conn)
@@ -129,9 +140,13 @@ def _verify(conn: sqlite3.Connection, path: str) -> None:
     row = conn.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
     if row is None or row[0] != FORMAT:
         raise _not_a_store(path, f"format {row[0] if row else None!r}, expected {FORMAT!r}")
-    columns = [r[1] for r in conn.execute("PRAGMA table_info(log)")]
+    columns = _columns(conn)
     if columns != _LOG_COLUMNS:
         raise _not_a_store(path, f"log columns {columns}")
+
+
+def _columns(conn: sqlite3.Connection) -> list[str]:
+    return [r[1] for r in conn.execute("PRAGMA table_info(log)")]
 
 
 def compacted_revision(conn: sqlite3.Connection) -> int:

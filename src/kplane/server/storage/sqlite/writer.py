@@ -39,17 +39,18 @@ _MAX_BATCH = 2_000
 _INCREMENTAL = 2  # PRAGMA auto_vacuum's value for INCREMENTAL
 
 
-_ROWS_PER_STATEMENT = 128  # 6 parameters a row stays far below SQLite's parameter limit
+_ROWS_PER_STATEMENT = 128  # 8 parameters a row stays far below SQLite's parameter limit
 
 
 @functools.lru_cache(maxsize=_ROWS_PER_STATEMENT)
 def _insert_sql(n: int) -> str:
-    return "INSERT INTO log VALUES " + ",".join(["(?, ?, ?, ?, ?, ?)"] * n)
+    return "INSERT INTO log VALUES " + ",".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * n)
 
 
 @dataclass(slots=True, eq=False)
 class WriteOp:
-    """One write. ``obj``/``prev`` ride along untouched for the event built on the loop."""
+    """One write. ``obj``/``prev`` ride along untouched for the event built on the loop;
+    ``writer`` is recorded in the row (who made the write)."""
 
     kind: int
     key: str
@@ -58,6 +59,7 @@ class WriteOp:
     future: asyncio.Future[int]
     obj: interface.Object | None = None
     prev: interface.Object | None = None
+    writer: str = ""
 
 
 @dataclass(slots=True, eq=False)
@@ -80,6 +82,8 @@ class ReclaimOp:
     convert: bool = False  # first rewrite a store without incremental auto-vacuum (VACUUM)
 
 
+Row = tuple[int, str, int, int, int, bytes, float, str]
+"""rev, key, create_rev, prev_rev, deleted, value, ts, writer."""
 Outcome = int | BaseException
 """A committed revision, ``CONFLICT``, or the exception to raise in the caller."""
 Deliver = Callable[[list[tuple[WriteOp, Outcome]]], None]
@@ -98,6 +102,8 @@ class Writer:
 
     conn: sqlite3.Connection
     deliver: Deliver
+    now: Callable[[], float] = lambda: 0.0
+    """Wall-clock seconds since the epoch, stamped on each transaction's rows."""
     revision: int = 0
     compacted: int = 0
     commits: int = 0
@@ -190,9 +196,10 @@ class Writer:
     def _commit(self, batch: list[WriteOp]) -> None:
         latest = self._latest
         overlay: dict[str, _Latest] = {}
-        rows: list[tuple[int, str, int, int, int, bytes]] = []
+        rows: list[Row] = []
         outcomes: list[tuple[WriteOp, Outcome]] = []
         rev = self.revision
+        ts = self.now()
         for op in batch:
             key = op.key
             cur = overlay.get(key) or latest.get(key)
@@ -201,7 +208,7 @@ class Writer:
                     outcomes.append((op, interface.KeyExists(key)))
                     continue
                 rev += 1
-                rows.append((rev, key, rev, cur.rev if cur else 0, 0, op.value))
+                rows.append((rev, key, rev, cur.rev if cur else 0, 0, op.value, ts, op.writer))
                 overlay[key] = _Latest(rev, rev, False)
             else:
                 if cur is None or cur.deleted or cur.rev != op.expected_rev:
@@ -209,7 +216,7 @@ class Writer:
                     continue
                 rev += 1
                 deleted = op.kind == DELETE
-                rows.append((rev, key, cur.create_rev, cur.rev, int(deleted), op.value))
+                rows.append((rev, key, cur.create_rev, cur.rev, int(deleted), op.value, ts, op.writer))
                 overlay[key] = _Latest(rev, cur.create_rev, deleted)
             outcomes.append((op, rev))
         if rows:
@@ -225,7 +232,7 @@ class Writer:
             self.writes += len(rows)
         self._post(outcomes)
 
-    def _insert(self, rows: list[tuple[int, str, int, int, int, bytes]]) -> None:
+    def _insert(self, rows: list[Row]) -> None:
         """Append ``rows`` in one transaction.
 
         A batch that fits in one statement is a single multi-row INSERT in autocommit mode: one

@@ -481,6 +481,66 @@ async def check_close(factory: Factory) -> None:
     await s.close()  # idempotent
 
 
+async def check_history(factory: Factory) -> None:
+    """History: every retained write of a key with its type, state and writer; a deletion's last
+    state; deletions under a prefix; the state at a past revision; Expired below compaction."""
+    s = await factory()
+    history = interface.history_of(s)
+    token = interface.WRITER.set("alice")
+    try:
+        await s.create(key("a"), pod("a"))  # 1
+        await s.guaranteed_update(key("a"), set_counter(1))  # 2
+    finally:
+        interface.WRITER.reset(token)
+    await s.create(key("ab"), pod("ab"))  # 3: another key sharing a's name as a prefix
+    token = interface.WRITER.set("bob")
+    try:
+        await s.guaranteed_update(key("a"), set_counter(2))  # 4
+        await s.delete(key("a"))  # 5
+    finally:
+        interface.WRITER.reset(token)
+    await s.create(key("a"), pod("a", counter=7))  # 6: re-created
+    revs = await history.revisions(key("a"))
+    assert [(r.revision, r.type, r.writer) for r in revs] == [
+        (1, interface.ADDED, "alice"),
+        (2, interface.MODIFIED, "alice"),
+        (4, interface.MODIFIED, "bob"),
+        (5, interface.DELETED, "bob"),
+        (6, interface.ADDED, ""),
+    ], revs
+    assert [r.object["spec"]["counter"] for r in revs] == [0, 1, 2, 2, 7]
+    assert [rv(r.object) for r in revs] == [1, 2, 4, 5, 6]
+    assert all(r.timestamp > 0 for r in revs)
+    assert [r.revision for r in await history.revisions(key("a"), limit=2)] == [5, 6]
+    deleted = await history.revisions(PODS, deletions_only=True)
+    assert [(r.key, r.revision) for r in deleted] == [(key("a"), 5)]
+    assert len(await history.revisions(PODS)) == 6
+    assert await history.revisions(key("nothing")) == []
+    assert (await history.get_at(key("a"), 3))["spec"]["counter"] == 1
+    assert rv(await history.get_at(key("a"), 3)) == 2
+    try:
+        await history.get_at(key("a"), 5)
+        raise AssertionError("get_at a revision where the key was deleted must raise KeyNotFound")
+    except interface.KeyNotFound:
+        pass
+    try:
+        await history.get_at(key("a"), 9)
+        raise AssertionError("get_at in the future must raise TooLargeRevision")
+    except interface.TooLargeRevision:
+        pass
+    await s.compact(4)
+    try:
+        await history.get_at(key("a"), 3)
+        raise AssertionError("get_at a compacted revision must raise Expired")
+    except interface.Expired:
+        pass
+    assert (await history.get_at(key("a"), 4))["spec"]["counter"] == 2
+    assert [r.revision for r in await history.revisions(key("a"))][-2:] == [5, 6]
+
+
+HISTORY_CHECKS: list[Check] = [check_history]
+"""Checks of the optional ``History`` (run against the backends that keep one)."""
+
 CHECKS: list[Check] = [
     check_create_then_get,
     check_list_in_key_order,
