@@ -23,6 +23,9 @@ async def start(server: Any, *, nodes: int) -> asyncio.Task[None]:
     options = runtime.ManagerOptions(metrics_bind_address="0", graceful_shutdown_timeout=2.0)
     manager = runtime.Manager(config, options, clock=server.config.clock)
     await controllers.install(manager, nodes=nodes, pod_logs=server.pod_logs_dir)
+    # their queue depths and reconcile counts and latencies on the server's /metrics (the dashboard
+    # plots them), since they run in its process and the manager's own /metrics listener is off
+    server.metrics_sources.append(manager.metrics.exposition)
     # a garbage collector runs: deletes may now add the orphan/foregroundDeletion finalizers
     server.registry.gc_finalizers = True
 

@@ -158,6 +158,11 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="serve the bare API: no scheduler, simulated nodes or other built-in controllers",
     )
+    p.add_argument(
+        "--no-dashboard",
+        action="store_true",
+        help="do not serve the read-only web dashboard at /dashboard",
+    )
     p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
     p.set_defaults(func=run)
 
@@ -253,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
         read_header_timeout=args.read_header_timeout,
         idle_timeout=args.idle_timeout,
         authorization_mode=args.authorization_mode,
+        dashboard=not args.no_dashboard,
     )
     try:
         import uvloop
@@ -283,6 +289,8 @@ def run(args: argparse.Namespace) -> int:
                 flush=True,
             )
         print(f"export KUBECONFIG={server.kubeconfig_path.resolve()}", flush=True)
+        if config.dashboard:
+            print(f"kplane: dashboard at {server.url}/dashboard/", flush=True)
         controllers = None
         if not args.no_controllers:
             from kplane.cli import controlplane

@@ -12,7 +12,7 @@ import functools
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +36,7 @@ from kplane.server.auth import (
     serviceaccounts,
     x509,
 )
+from kplane.server.dashboard import assets as dashboard_assets
 from kplane.server.endpoints import health, history, installer, metrics, nonresource, oidc
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
@@ -121,6 +122,8 @@ class ServerConfig:
     pod_logs_dir: Path | None = None
     """Where the simulated kubelet writes container output, read by ``pods/log`` (default
     ``<data_dir>/pod-logs``)."""
+    dashboard: bool = True
+    """Serve the web dashboard's page at ``/dashboard`` (its data comes through the API)."""
     filters: Sequence[Filter] = ()
     """Extra filters run after authentication, outermost first (test hooks: ``kplane.testing`` faults)."""
 
@@ -150,6 +153,8 @@ class APIServer:
         self._hooks: set[str] = set()
         self._crd_apiservices: apibootstrap.CRDAPIServices | None = None
         self._quotas: quotas.QuotaController | None = None
+        self.metrics_sources: list[Callable[[], bytes]] = []
+        """Prometheus text sources appended to ``/metrics`` (``kplane serve`` adds its controllers')."""
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -247,7 +252,12 @@ class APIServer:
         )
         authenticator.bearer = tokens
 
-        nonres = nonresource.NonResource(self.catalog, health=self._health(timed), metrics=metrics.DEFAULT)
+        nonres = nonresource.NonResource(
+            self.catalog,
+            health=self._health(timed),
+            metrics=metrics.DEFAULT,
+            metrics_sources=self.metrics_sources,
+        )
         if oidc.servable(cfg.service_account_issuer):
             nonres.issuer_discovery = oidc.Discovery(cfg.service_account_issuer, sa_key)
         handler = installer.APIHandler(
@@ -272,6 +282,7 @@ class APIServer:
                 rules_for=authz.all_rules if cfg.authorization_mode == "AlwaysAllow" else self.rbac.rules_for,
                 clock=cfg.clock,
                 audit=self._audit(),
+                dashboard=dashboard_assets.Assets() if cfg.dashboard else None,
                 limits=Limits(
                     read_only=cfg.max_requests_inflight,
                     mutating=cfg.max_mutating_requests_inflight,

@@ -8,6 +8,7 @@ generation; this module only negotiates, sets caching headers and answers 304 to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -34,6 +35,9 @@ class NonResource:
     health: Health = field(default_factory=lambda: Health([NamedCheck("ping", _ok)]))
     metrics: APIMetrics | None = None
     issuer_discovery: oidc.Discovery | None = None
+    metrics_sources: list[Callable[[], bytes]] = field(default_factory=list)
+    """More Prometheus text appended to ``/metrics`` on each scrape (the in-process controllers'
+    registry, whose families share no name with the server's)."""
 
     async def serve(self, request: web.BaseRequest, info: RequestInfo) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
@@ -42,9 +46,8 @@ class NonResource:
         if info.parts and "/" + info.parts[0] in HEALTH_PATHS:
             return await self.health.serve(request, info.parts)
         if info.parts == ("metrics",) and self.metrics is not None:
-            return web.Response(
-                body=self.metrics.render(), headers={"Content-Type": metrics_mod.CONTENT_TYPE}
-            )
+            body = b"".join([self.metrics.render(), *(source() for source in self.metrics_sources)])
+            return web.Response(body=body, headers={"Content-Type": metrics_mod.CONTENT_TYPE})
         parts = info.parts
         if self.issuer_discovery is not None:
             if request.path == "/.well-known/openid-configuration":

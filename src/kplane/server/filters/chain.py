@@ -7,9 +7,11 @@ from collections.abc import Sequence
 
 from kplane._util.clock import Clock, RealClock
 from kplane.server.auth import authn, authz
+from kplane.server.dashboard import assets
 from kplane.server.endpoints import metrics as metrics_mod
 from kplane.server.filters.authentication import authentication
 from kplane.server.filters.authorization import authorization
+from kplane.server.filters.dashboard import dashboard as dashboard_filter
 from kplane.server.filters.impersonation import impersonation
 from kplane.server.filters.inflight import Limits, max_in_flight
 from kplane.server.filters.metrics import metrics
@@ -28,8 +30,10 @@ def filters(
     clock: Clock | None = None,
     limits: Limits | None = None,
     audit: Filter | None = None,
+    dashboard: assets.Assets | None = None,
 ) -> list[Filter]:
-    """Outermost first: recovery -> request info -> metrics -> authentication -> audit (when
+    """Outermost first: recovery -> dashboard (its public files, when ``dashboard`` is given:
+    ``filters.dashboard``) -> request info -> metrics -> authentication -> audit (when
     given: ``filters.audit``) -> impersonation ->
     max in flight (``limits``, default upstream's 400/200) -> authorization -> ``extra`` (upstream's
     relative order). ``extra`` filters (test hooks such as
@@ -40,6 +44,7 @@ def filters(
     measure = metrics(sink, clock)
     return [
         recovery,
+        *([dashboard_filter(authenticator, dashboard)] if dashboard is not None else []),
         request_info,
         measure,
         authentication(authenticator),
@@ -62,6 +67,7 @@ def build(
     clock: Clock | None = None,
     limits: Limits | None = None,
     audit: Filter | None = None,
+    dashboard: assets.Assets | None = None,
 ) -> Handler:
     """``handler`` wrapped in every filter, so a request passes them in list order."""
     for f in reversed(
@@ -74,6 +80,7 @@ def build(
             clock=clock,
             limits=limits,
             audit=audit,
+            dashboard=dashboard,
         )
     ):
         handler = functools.partial(f, handler=handler)
