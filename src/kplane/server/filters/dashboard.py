@@ -35,7 +35,12 @@ def dashboard(authenticator: authn.RequestAuthenticator, files: assets.Assets) -
 def _session(request: web.BaseRequest, authenticator: authn.RequestAuthenticator) -> web.Response:
     transport = request.transport
     ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
-    peer = ssl_object.getpeercert() if ssl_object is not None else None
-    user = authenticator.authenticate(peer, None) if peer else None
+    der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+    user = None
+    if der:
+        try:
+            user = authenticator.authenticate_certificate(der)
+        except ValueError:  # a certificate that does not verify signs nobody in
+            user = None
     body = {"certificateUser": None if user is None else {"username": user.name, "groups": list(user.groups)}}
     return web.json_response(body, headers={**assets.SECURITY_HEADERS, "Cache-Control": "no-store"})
