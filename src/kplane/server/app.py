@@ -50,6 +50,8 @@ from kplane.server.registry.store import Registry
 from kplane.server.registry.tokensecrets import TokenSecrets
 from kplane.server.storage.cacher import CachedStorage
 from kplane.server.storage.instrumented import InstrumentedStorage
+from kplane.server.webhooks import client as webhookclient
+from kplane.server.webhooks import resolving
 
 log = logging.getLogger("kplane.server")
 
@@ -155,6 +157,7 @@ class APIServer:
         self._quotas: quotas.QuotaController | None = None
         self.metrics_sources: list[Callable[[], bytes]] = []
         """Prometheus text sources appended to ``/metrics`` (``kplane serve`` adds its controllers')."""
+        self._webhooks: webhookclient.Client | None = None
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -214,9 +217,10 @@ class APIServer:
             metrics.resource_of_key(prefix): n for prefix, n in cache.object_counts().items()
         }
         await self.storage.start()
+        self._webhooks = webhookclient.Client(resolving.EndpointResolver(self.storage.peek))
         admission = admission_chain.build(
             admission_chain.enabled([cfg.enable_admission_plugins], [cfg.disable_admission_plugins]),
-            plugin.Context(self.storage, self.catalog, cfg.clock),
+            plugin.Context(self.storage, self.catalog, cfg.clock, webhook_client=self._webhooks),
         )
         self.registry = Registry(
             self.storage,
@@ -436,6 +440,8 @@ class APIServer:
             await self._aggregator.close()
         if self._unlisten_rbac is not None:
             self._unlisten_rbac()
+        if self._webhooks is not None:
+            await self._webhooks.close()
         if self.storage is not None:
             await self.storage.close()
             self.storage = None

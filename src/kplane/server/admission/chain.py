@@ -3,8 +3,8 @@
 Execution order is fixed (``ORDER``, kube-apiserver 1.32's), whatever the order of the flags.
 ``--enable-admission-plugins`` adds to the default-on set, ``--disable-admission-plugins``
 removes from it; an unknown name is refused at start-up, as upstream. Plugins kplane does not
-implement yet (``PLACEHOLDERS``: the certificate plugins, webhooks and admission policies, built in
-later issues) are accepted by name and do nothing, so the order has their slots.
+implement (the certificate plugins, admission policies until built) are accepted by name and do
+nothing, so the order has their slots.
 
 The first pass calls every enabled plugin's ``mutate`` in order, the second every ``validate``;
 the first refusal ends the request.
@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from kplane.server.admission import (
     defaultclass,
     limitranger,
+    mutatingwebhook,
     namespacelifecycle,
     plugin,
     podsecurity,
@@ -25,6 +26,7 @@ from kplane.server.admission import (
     runtimeclass,
     serviceaccount,
     tolerations,
+    validatingwebhook,
 )
 from kplane.server.registry import admitting
 
@@ -83,6 +85,8 @@ IMPLEMENTED: dict[str, Factory] = {
     defaultclass.DEFAULT_INGRESS_CLASS: defaultclass.DefaultIngressClass,
     runtimeclass.NAME: runtimeclass.RuntimeClass,
     limitranger.NAME: limitranger.LimitRanger,
+    mutatingwebhook.NAME: lambda ctx: mutatingwebhook.MutatingWebhook(ctx, ctx.webhooks()),
+    validatingwebhook.NAME: lambda ctx: validatingwebhook.ValidatingWebhook(ctx, ctx.webhooks()),
 }
 
 
@@ -122,11 +126,14 @@ def build(names: Iterable[str], ctx: plugin.Context) -> admitting.Admission:
             await admit(attrs)
 
     memo: dict[tuple[str, str], bool] = {}
+    # Plugins driven by stored configurations (webhooks) answer afresh each time.
+    dynamic = [p for p in plugins if getattr(p, "dynamic", False)]
+    static = [p for p in plugins if not getattr(p, "dynamic", False)]
 
     def mutating(group: str, resource: str) -> bool:
         known = memo.get((group, resource))
         if known is None:
-            known = memo[(group, resource)] = any(p.mutates(group, resource) for p in plugins)
-        return known
+            known = memo[(group, resource)] = any(p.mutates(group, resource) for p in static)
+        return known or any(p.mutates(group, resource) for p in dynamic)
 
     return admitting.Admission(mutate=mutate, validate=validate, mutating=mutating)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kplane._util.clock import Clock
@@ -11,17 +11,31 @@ from kplane.api.catalog import Catalog, ResourceRecord
 from kplane.server import storage
 from kplane.server.registry import admitting
 from kplane.server.registry.objects import to_version
+from kplane.server.webhooks import client as webhookclient
+from kplane.server.webhooks import resolving
 
 Object = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """The server's parts a plugin reads: storage (through the catalog's records) and time."""
+    """The server's parts a plugin reads: storage (through the catalog's records), time, and the
+    client webhook plugins call webhooks with (one per server: its connection pools are shared;
+    made on first use, resolving Services through the cache, when none is given)."""
 
     storage: storage.Storage
     catalog: Catalog
     clock: Clock
+    webhook_client: webhookclient.Client | None = None
+    _made: list[webhookclient.Client] = field(default_factory=list, compare=False, repr=False)
+
+    def webhooks(self) -> webhookclient.Client:
+        if self.webhook_client is not None:
+            return self.webhook_client
+        if not self._made:
+            peek = getattr(self.storage, "peek", lambda key: None)
+            self._made.append(webhookclient.Client(resolving.EndpointResolver(peek)))
+        return self._made[0]
 
     def record(self, group: str, version: str, plural: str) -> ResourceRecord:
         found = self.catalog.lookup(group, version, plural)

@@ -14,7 +14,8 @@ registry never imports the admission plugins (an import-linter contract holds it
 
 A callback refuses by raising an ``errors.APIError``; ``mutate`` may change ``attrs.obj`` in place
 (the registry owns it: on update it is a deep copy, never the stored object). ``validate`` must not
-change it. Warnings go to ``attrs.warnings`` (they reach the client's ``Warning`` header).
+change it. Warnings go to ``attrs.warnings`` (they reach the client's ``Warning`` header), audit
+annotations (``<webhook>/<key>``) to ``attrs.audit_annotations``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Attributes:
     dry_run: bool = False
     options: Object | None = None
     warnings: list[str] = field(default_factory=list)
+    audit_annotations: dict[str, str] = field(default_factory=dict)
 
     @property
     def resource(self) -> tuple[str, str]:

@@ -1,0 +1,111 @@
+"""MutatingAdmissionWebhook: the mutating webhooks, called one after another (upstream's
+``mutating/dispatcher.go``, 1.32).
+
+Each matching webhook sees the object as the previous ones left it; a JSONPatch answer is applied
+to it (at the version the webhook matched, then converted back). ``reinvocationPolicy: IfNeeded``:
+when a webhook changes the object, every ``IfNeeded`` webhook called before it is called once more
+after the pass (only webhooks kplane's own plugins ran before are not re-run: see ARCHITECTURE).
+With no configuration in force, a write costs one attribute read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from kplane.api import errors
+from kplane.api.patch import _base as patchbase
+from kplane.api.patch import jsonpatch
+from kplane.server.admission import matching, plugin, webhookconfigs, webhookdispatch
+from kplane.server.registry import admitting
+from kplane.server.webhooks import client as webhookclient
+
+NAME = "MutatingAdmissionWebhook"
+
+
+class MutatingWebhook(plugin.Base):
+    name = NAME
+    dynamic = True
+    """Whether it mutates depends on configurations that change: never memoized by the chain."""
+
+    def __init__(self, ctx: plugin.Context, client: webhookclient.Client) -> None:
+        self._source = webhookconfigs.Source(
+            ctx.storage, webhookconfigs.MUTATING_PREFIX, mutating=True, client=client
+        )
+        self._dispatch = webhookdispatch.Dispatcher(ctx, client, mutating=True)
+
+    def mutates(self, group: str, plural: str) -> bool:
+        return not self._source.empty
+
+    async def mutate(self, attrs: admitting.Attributes) -> None:
+        if self._source.empty or matching.exempt(attrs.record):
+            return
+        hooks = await self._source.hooks()
+        if not hooks:
+            return
+        previously: list[str] = []
+        reinvoke: set[str] = set()
+        for hook in hooks:
+            changed = await self._run(hook, attrs)
+            if changed:
+                reinvoke.update(previously)
+            if hook.reinvoke:
+                previously.append(hook.uid)
+        for hook in hooks:
+            if hook.uid in reinvoke:
+                await self._run(hook, attrs)
+
+    async def _run(self, hook: webhookconfigs.Hook, attrs: admitting.Attributes) -> bool:
+        """Call ``hook`` if it applies; whether it changed the object."""
+        inv = await self._dispatch.should_call(hook, attrs)
+        if inv is None:
+            return False
+        try:
+            verdict = await self._dispatch.call(inv, attrs)
+            return self._apply(inv, attrs, verdict.patch, verdict.patch_type)
+        except webhookdispatch.CallFailure as failure:
+            err = webhookdispatch.failure_error(hook, failure)
+            if err is not None:
+                raise err from None
+            return False
+
+    def _apply(
+        self, inv: webhookdispatch.Invocation, attrs: admitting.Attributes, patch: bytes, kind: str
+    ) -> bool:
+        if not patch:
+            return False
+        try:
+            operations: Any = orjson.loads(patch)
+        except orjson.JSONDecodeError as exc:
+            raise webhookdispatch.CallFailure(
+                f"received undecodable patch in webhook response: {exc}"
+            ) from None
+        if not isinstance(operations, list):
+            raise webhookdispatch.CallFailure(
+                "received undecodable patch in webhook response: json: cannot unmarshal object into Go value "
+                "of type jsonpatch.Patch"
+            )
+        if not operations:
+            return False
+        if inv.obj is None or attrs.obj is None:
+            raise webhookdispatch.internal(
+                f'admission webhook "{inv.hook.name}" attempted to modify the object, which is not supported '
+                "for this operation"
+            )
+        if kind != "JSONPatch":
+            raise webhookdispatch.CallFailure(f'unsupported patch type "{kind}"')
+        try:
+            patched = jsonpatch.json_patch(inv.obj, operations)
+        except patchbase.PatchError as exc:
+            raise webhookdispatch.internal(str(exc)) from None
+        if not isinstance(patched, dict):
+            raise webhookdispatch.internal("the patched object is not a JSON object")
+        result = webhookdispatch.converted_back(patched, inv, attrs)
+        if patchbase.json_equal(result, attrs.obj):
+            return False
+        if not isinstance(result.get("metadata"), dict):
+            raise errors.BadRequest("Object 'metadata' is missing or not an object after the webhook's patch")
+        attrs.obj.clear()
+        attrs.obj.update(result)
+        return True
