@@ -140,11 +140,11 @@ def test_service_backed_apiservice_is_unavailable(api: helpers.Kube) -> None:
     svc = {
         "apiVersion": "apiregistration.k8s.io/v1",
         "kind": "APIService",
-        "metadata": {"name": "v1beta1.metrics.k8s.io"},
+        "metadata": {"name": "v1beta2.custom.metrics.k8s.io"},
         "spec": {
-            "group": "metrics.k8s.io",
-            "version": "v1beta1",
-            "service": {"name": "metrics-server", "namespace": "kube-system", "port": 443},
+            "group": "custom.metrics.k8s.io",
+            "version": "v1beta2",
+            "service": {"name": "custom-metrics-apiserver", "namespace": "kube-system", "port": 443},
             "groupPriorityMinimum": 100,
             "versionPriority": 100,
             "insecureSkipTLSVerify": True,
@@ -153,11 +153,11 @@ def test_service_backed_apiservice_is_unavailable(api: helpers.Kube) -> None:
     created = api.ok("POST", "/apis/apiregistration.k8s.io/v1/apiservices", svc)
     (cond,) = created["status"]["conditions"]
     assert (cond["type"], cond["status"], cond["reason"]) == ("Available", "False", "FailedDiscoveryCheck")
-    bad = dict(svc, metadata={"name": "wrong.metrics.k8s.io"})
+    bad = dict(svc, metadata={"name": "wrong.custom.metrics.k8s.io"})
     resp = api.post("/apis/apiregistration.k8s.io/v1/apiservices", bad)
     # upstream kube-aggregator validation: the name must be version.group
     assert (
-        'must be `spec.version+"."+spec.group`: "v1beta1.metrics.k8s.io"'
+        'must be `spec.version+"."+spec.group`: "v1beta2.custom.metrics.k8s.io"'
         in helpers.assert_status(resp, 422, "Invalid")["message"]
     )
 

@@ -30,6 +30,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
         namespaces,
         nodelifecycle,
         replicaset,
+        resourceusage,
         scheduler,
         serviceaccounts,
         ttlafterfinished,
@@ -55,3 +56,6 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
         await simulator.setup()
         manager.add(simulator)
         await kubelet.Kubelet(manager, simulator, pod_logs).setup()
+        reporter = resourceusage.UsageReporter(manager, simulator)
+        await reporter.setup()
+        manager.add(reporter)

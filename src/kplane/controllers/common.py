@@ -28,6 +28,12 @@ EXIT_CODE = ANNOTATION_PREFIX + "exit-code"
 """On a Pod: the exit code of a container that exits (default 0)."""
 OUTPUT = ANNOTATION_PREFIX + "output"
 """On a Pod: what each container prints when it starts (lines, as the annotation's text)."""
+CPU_USAGE = ANNOTATION_PREFIX + "cpu-usage"
+"""On a Pod: the CPU each running container uses (``250m``, or per container ``app=250m,side=5m``),
+reported to the metrics API (``resourceusage``); on a Node: what its system daemons use."""
+MEMORY_USAGE = ANNOTATION_PREFIX + "memory-usage"
+"""On a Pod: the memory each running container uses (``64Mi``, or per container); on a Node: what
+its system daemons use."""
 TERMINATION_SECONDS = ANNOTATION_PREFIX + "termination-seconds"
 """On a Pod: seconds a container takes to exit after SIGTERM (default 0; capped by the grace period)."""
 

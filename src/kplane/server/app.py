@@ -37,7 +37,15 @@ from kplane.server.auth import (
     x509,
 )
 from kplane.server.dashboard import assets as dashboard_assets
-from kplane.server.endpoints import health, history, installer, metrics, nonresource, oidc
+from kplane.server.endpoints import (
+    health,
+    history,
+    installer,
+    metrics,
+    nonresource,
+    oidc,
+    resourcemetrics,
+)
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
 from kplane.server.filters.inflight import Limits
@@ -256,11 +264,13 @@ class APIServer:
         )
         authenticator.bearer = tokens
 
+        usage = resourcemetrics.UsageStore(self.storage, cfg.clock)
         nonres = nonresource.NonResource(
             self.catalog,
             health=self._health(timed),
             metrics=metrics.DEFAULT,
             metrics_sources=self.metrics_sources,
+            resource_metrics=usage,
         )
         if oidc.servable(cfg.service_account_issuer):
             nonres.issuer_discovery = oidc.Discovery(cfg.service_account_issuer, sa_key)
@@ -274,6 +284,7 @@ class APIServer:
             max_token_seconds=cfg.service_account_max_token_expiration,
             token_review=functools.partial(_token_review, tokens, authenticator),
             pod_logs=self.pod_logs_dir,
+            resource_metrics=usage,
         )
         # aiohttp's low-level server: routing is ours (RequestInfo + catalog), so the Application
         # router and middleware machinery would only add per-request cost.

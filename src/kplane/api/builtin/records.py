@@ -256,6 +256,10 @@ BUILTIN_RECORDS: tuple[ResourceRecord, ...] = (
     dataclasses.replace(_r("events.k8s.io", "v1", "events", "Event", short=("ev",)), storage_group=""),
     # flowcontrol.apiserver.k8s.io/v1
     _r("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", "Cluster", status=True),
+    # metrics.k8s.io: metrics-server's resource metrics API, served from the simulated kubelets'
+    # reports (server/endpoints/resourcemetrics.py); read-only, never stored
+    _r("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", "Cluster", verbs=("get", "list")),
+    _r("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", verbs=("get", "list")),
     _r(
         "flowcontrol.apiserver.k8s.io",
         "v1",

@@ -235,6 +235,17 @@ _CONTROLLERS: dict[str, list[Object]] = {
         _r(["create", "delete", "list", "patch", "watch"], [""], ["pods"]),
         _EVENTS,
     ],
+    # upstream plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go
+    "horizontal-pod-autoscaler": [
+        _r(["get", "list", "watch"], ["autoscaling"], ["horizontalpodautoscalers"]),
+        _r(["update"], ["autoscaling"], ["horizontalpodautoscalers/status"]),
+        _r(["get", "update"], ["*"], ["*/scale"]),
+        _r(["list"], [""], ["pods"]),
+        _r(["list"], ["metrics.k8s.io"], ["pods"]),
+        _r(["get", "list"], ["custom.metrics.k8s.io"], ["*"]),
+        _r(["get", "list"], ["external.metrics.k8s.io"], ["*"]),
+        _EVENTS,
+    ],
     "clusterrole-aggregation-controller": [
         _r(
             ["escalate", "get", "list", "patch", "update", "watch"],
@@ -255,6 +266,12 @@ def cluster_roles() -> list[Object]:
         _role("system:aggregate-to-admin", _ADMIN_RULES, labels=_agg_label("admin")),
         _role("system:aggregate-to-edit", _EDIT_RULES, labels=_agg_label("edit")),
         _role("system:aggregate-to-view", _VIEW_RULES, labels=_agg_label("view")),
+        # metrics-server's manifest (kplane serves metrics.k8s.io itself)
+        _role(
+            "system:aggregated-metrics-reader",
+            [_r(_READ, ["metrics.k8s.io"], ["pods", "nodes"])],
+            labels={**_agg_label("admin"), **_agg_label("edit"), **_agg_label("view")},
+        ),
         _role(
             "system:auth-delegator",
             [

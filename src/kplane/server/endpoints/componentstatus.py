@@ -8,20 +8,13 @@ scheduler or controller manager process; its one component is its storage, repor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
-from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.server import storage
-from kplane.server.endpoints import negotiation
 from kplane.server.endpoints.scope import Scope
-
-if TYPE_CHECKING:
-    from kplane.server.endpoints import table
-else:
-    table = lazy_module("kplane.server.endpoints.table")
 
 # upstream: pkg/registry/core/componentstatus/rest.go (the warning every response carries)
 DEPRECATION = "v1 ComponentStatus is deprecated in v1.19+"
@@ -53,13 +46,4 @@ async def get(scope: Scope) -> web.StreamResponse:
 
 async def list_(scope: Scope) -> web.StreamResponse:
     scope.warnings.append(DEPRECATION)
-    items = await _statuses(scope)
-    form = scope.form
-    if form.error is not None:
-        raise form.error
-    if form.table:
-        tbl = table.table(scope.record, items, include_object=form.include_object, now=scope.clock.now())
-        return web.Response(body=negotiation.encode(tbl, form.media), headers=scope.headers(form.media))
-    return scope.respond_plain(
-        {"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {}, "items": items}
-    )
+    return scope.respond_items(await _statuses(scope))

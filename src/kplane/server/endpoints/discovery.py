@@ -38,7 +38,9 @@ _APIDISCOVERY_GROUP = "apidiscovery.k8s.io"
 _AGGREGATED_KIND = "APIGroupDiscoveryList"
 _SUBRESOURCE_VERBS = ("get", "patch", "update")
 # Resources with no storage behind them (upstream gives them no storageVersionHash).
-_NOT_STORED = frozenset({("", "bindings"), ("", "componentstatuses")})
+_NOT_STORED = frozenset(
+    {("", "bindings"), ("", "componentstatuses"), ("metrics.k8s.io", "nodes"), ("metrics.k8s.io", "pods")}
+)
 _PROXY_VERBS = ("create", "delete", "get", "patch", "update")
 
 T = TypeVar("T")

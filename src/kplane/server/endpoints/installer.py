@@ -29,6 +29,7 @@ from kplane.server.endpoints import (
     nonresource,
     podactions,
     requestinfo,
+    resourcemetrics,
     reviews,
     scale,
     tokenrequest,
@@ -95,6 +96,7 @@ class APIHandler:
     max_token_seconds: int | None = None
     token_review: tokenreview.Review | None = None
     pod_logs: Path | None = None
+    resource_metrics: resourcemetrics.UsageStore | None = None
     protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
     _method_not_allowed: errors.MethodNotAllowed = field(default_factory=errors.method_not_allowed)
     _json_lists: encoded.JsonLists = field(default_factory=encoded.JsonLists)
@@ -146,6 +148,14 @@ class APIHandler:
             table = _BINDING if record.plural == "bindings" else _COMPONENTSTATUS
             if sub:
                 raise errors.resource_not_found()
+        elif record.group == resourcemetrics.GROUP and not record.custom:
+            if self.resource_metrics is None or sub:
+                raise errors.resource_not_found()
+            store = self.resource_metrics
+            table = {
+                "get": functools.partial(resourcemetrics.get, store=store),
+                "list": functools.partial(resourcemetrics.list_, store=store),
+            }
         elif record.group == "authentication.k8s.io" and record.plural == "tokenreviews":
             if self.token_review is None or sub:
                 raise errors.resource_not_found()

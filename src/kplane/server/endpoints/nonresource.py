@@ -15,7 +15,7 @@ from aiohttp import web
 
 from kplane.api import errors
 from kplane.api.catalog import Catalog
-from kplane.server.endpoints import discovery, oidc, openapi, openapi_v2
+from kplane.server.endpoints import discovery, oidc, openapi, openapi_v2, resourcemetrics
 from kplane.server.endpoints import metrics as metrics_mod
 from kplane.server.endpoints.health import Health, NamedCheck
 from kplane.server.endpoints.metrics import APIMetrics
@@ -38,8 +38,17 @@ class NonResource:
     metrics_sources: list[Callable[[], bytes]] = field(default_factory=list)
     """More Prometheus text appended to ``/metrics`` on each scrape (the in-process controllers'
     registry, whose families share no name with the server's)."""
+    resource_metrics: resourcemetrics.UsageStore | None = None
 
     async def serve(self, request: web.BaseRequest, info: RequestInfo) -> web.StreamResponse:
+        parts = info.parts
+        if (
+            len(parts) == 5
+            and parts[:3] == resourcemetrics.FEED_PREFIX
+            and parts[4] == resourcemetrics.FEED_LEAF
+            and self.resource_metrics is not None
+        ):
+            return await resourcemetrics.feed(request, parts[3], self.resource_metrics)
         if request.method not in ("GET", "HEAD"):
             raise errors.method_not_allowed()
         path = "/" + "/".join(info.parts)
@@ -48,7 +57,6 @@ class NonResource:
         if info.parts == ("metrics",) and self.metrics is not None:
             body = b"".join([self.metrics.render(), *(source() for source in self.metrics_sources)])
             return web.Response(body=body, headers={"Content-Type": metrics_mod.CONTENT_TYPE})
-        parts = info.parts
         if self.issuer_discovery is not None:
             if request.path == "/.well-known/openid-configuration":
                 return self.issuer_discovery.configuration(self.server_address)

@@ -148,6 +148,20 @@ class Scope:
             return web.Response(body=body, status=status, headers=self.headers(form.media))
         return self.respond_plain(obj, status, stored=stored)
 
+    def respond_items(self, items: list[Object]) -> web.Response:
+        """A list of computed (never stored) objects of this endpoint's resource, as its
+        ``<Kind>List`` or as a Table."""
+        form = self.form
+        if form.error is not None:
+            raise form.error
+        if form.table:
+            tbl = table.table(self.record, items, include_object=form.include_object, now=self.clock.now())
+            return web.Response(body=negotiation.encode(tbl, form.media), headers=self.headers(form.media))
+        record = self.record
+        return self.respond_plain(
+            {"kind": record.list_kind, "apiVersion": record.api_version, "metadata": {}, "items": items}
+        )
+
     def respond_plain(self, obj: Object, status: int = 200, *, stored: bool = False) -> web.Response:
         """``obj`` (an object, list or Status) in the negotiated media type, never as a Table."""
         media = self.form.media

@@ -100,6 +100,24 @@ def crd_apiservices(catalog: Catalog) -> list[Object]:
 CRD_PRIORITIES = (1000, 100)
 
 
+def metrics_apiservice() -> Object:
+    """``v1beta1.metrics.k8s.io`` as metrics-server's manifest installs it (kplane serves the API
+    in process, so ``APIServiceStrategy`` reports it Available)."""
+    return {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": {"k8s-app": "metrics-server"}},
+        "spec": {
+            "service": {"name": "metrics-server", "namespace": "kube-system", "port": 443},
+            "group": "metrics.k8s.io",
+            "version": "v1beta1",
+            "insecureSkipTLSVerify": True,
+            "groupPriorityMinimum": 100,
+            "versionPriority": 100,
+        },
+    }
+
+
 class CRDAPIServices:
     """Keeps one APIService per CRD group-version: after every CRD write, the missing ones are
     created and those of group-versions no CRD serves any more are deleted (in the background,
@@ -238,6 +256,8 @@ async def ensure_api_objects(registry: Registry, catalog: Catalog) -> None:
     apiservices = catalog.lookup("apiregistration.k8s.io", "v1", "apiservices")
     if apiservices is not None:
         todo.extend((apiservices, obj) for obj in local_apiservices(catalog))
+        if catalog.lookup("metrics.k8s.io", "v1beta1", "pods") is not None:
+            todo.append((apiservices, metrics_apiservice()))
     for plural, obj in mandatory_flowcontrol():
         record = catalog.lookup("flowcontrol.apiserver.k8s.io", "v1", plural)
         if record is not None:

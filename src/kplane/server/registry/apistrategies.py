@@ -111,6 +111,10 @@ class CertificateSigningRequestStrategy(Strategy):
         return errs
 
 
+IN_PROCESS = frozenset({("metrics.k8s.io", "v1beta1")})
+"""Group-versions upstream serves through an aggregated server and kplane serves itself."""
+
+
 class APIServiceStrategy(Strategy):
     """Status is reset on create, as upstream does. A local APIService (no ``spec.service``) is
     born ``Available``; one backed by a Service is marked unavailable, since kplane does not proxy
@@ -174,6 +178,16 @@ class APIServiceStrategy(Strategy):
                 "lastTransitionTime": now,
                 "reason": "Local",
                 "message": "Local APIServices are always available",
+            }
+        if (spec.get("group"), spec.get("version")) in IN_PROCESS:
+            # served by this server itself (metrics.k8s.io): the availability controller's
+            # answer for a backend whose discovery check passes
+            return {
+                "type": "Available",
+                "status": "True",
+                "lastTransitionTime": now,
+                "reason": "Passed",
+                "message": "all checks passed",
             }
         name, namespace, port = service.get("name"), service.get("namespace"), service.get("port") or 443
         url = f"https://{name}.{namespace}.svc:{port}/apis/{spec.get('group')}/{spec.get('version')}"

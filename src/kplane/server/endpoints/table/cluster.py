@@ -1,10 +1,12 @@
 """Printers for the smaller built-in groups: coordination, networking, discovery, rbac,
-scheduling, storage, policy, autoscaling and admissionregistration."""
+scheduling, storage, policy, autoscaling, metrics and admissionregistration."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
+from kplane.api import quantity
 from kplane.server.endpoints.table import _format
 from kplane.server.endpoints.table import printer as p
 
@@ -332,6 +334,39 @@ def hpa_cells(obj: _format.Obj, ctx: _format.Context) -> list[Any]:
     )
 
 
+# -- metrics.k8s.io PodMetrics and NodeMetrics (metrics-server's ConvertToTable) ---------------
+
+METRICS_COLUMNS = (
+    p.column("Name", format="name", description="Name of the resource"),
+    p.column("cpu", format="quantity"),
+    p.column("memory", format="quantity"),
+    p.column("Window", format="duration"),
+)
+
+
+def _usage_sum(obj: _format.Obj, resource: str) -> str:
+    """A pod's usage summed over its containers (a node's usage as is), as a quantity."""
+    if "usage" in obj:
+        return _format.as_str(_format.get(obj, "usage", resource)) or "0"
+    total = Decimal(0)
+    binary = False
+    for c in _format.as_list(obj.get("containers")):
+        text = _format.as_str(_format.get(_format.as_dict(c), "usage", resource))
+        total += quantity.parse(text) or 0
+        binary = binary or quantity.is_binary(text)
+    return quantity.canonical(total, binary=binary)
+
+
+def metrics_cells(obj: _format.Obj, ctx: _format.Context) -> list[Any]:
+    meta = _format.as_dict(obj.get("metadata"))
+    return [
+        meta.get("name", ""),
+        _usage_sum(obj, "cpu"),
+        _usage_sum(obj, "memory"),
+        _format.as_str(obj.get("window")),
+    ]
+
+
 # -- admissionregistration.k8s.io webhook configurations -------------------------------------
 
 WEBHOOK_COLUMNS = (
@@ -361,6 +396,8 @@ PRINTERS: dict[tuple[str, str], p.Printer] = {
     ("storage.k8s.io", "StorageClass"): p.Printer(STORAGE_CLASS_COLUMNS, storage_class_cells),
     ("policy", "PodDisruptionBudget"): p.Printer(PDB_COLUMNS, pdb_cells),
     ("autoscaling", "HorizontalPodAutoscaler"): p.Printer(HPA_COLUMNS, hpa_cells),
+    ("metrics.k8s.io", "PodMetrics"): p.Printer(METRICS_COLUMNS, metrics_cells),
+    ("metrics.k8s.io", "NodeMetrics"): p.Printer(METRICS_COLUMNS, metrics_cells),
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): p.Printer(
         WEBHOOK_COLUMNS, webhook_cells
     ),
