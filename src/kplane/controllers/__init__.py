@@ -1,11 +1,12 @@
-"""kplane's built-in controllers, written with ``kplane.runtime`` and reaching the server only over
-its API: simulated nodes (``nodes``), the scheduler (``scheduler``), the simulated kubelet
+"""kplane's built-in controllers, written with ``kplane.runtime`` and reaching the server only over its
+API: simulated nodes (``nodes``), the scheduler (``scheduler``), the simulated kubelet
 (``kubelet``), the node lifecycle controller (``nodelifecycle``), the per-namespace ``default``
 ServiceAccount and ``kube-root-ca.crt`` (``serviceaccounts``), Endpoints and EndpointSlices
 (``endpoints``, ``endpointslices``), Jobs (``jobs``), CronJobs (``cronjobs``), TTL-after-finished
 (``ttlafterfinished``), ReplicaSets and Deployments (``replicaset``, ``deployment``), the garbage
-collector (``garbagecollector``) and the namespace controller (``namespaces``). ``install`` adds
-them to a manager; ``kplane serve`` runs them in its process over loopback.
+collector (``garbagecollector``), the namespace controller (``namespaces``) and StatefulSets
+(``statefulset``, revisions in ``history``). ``install`` adds them to a manager; ``kplane serve``
+runs them in its process over loopback.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
         resourceusage,
         scheduler,
         serviceaccounts,
+        statefulset,
         ttlafterfinished,
     )
     from kplane.controllers import nodes as nodes_mod
@@ -50,6 +52,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     await deployment.DeploymentController(manager).setup()
     manager.add(garbagecollector.GarbageCollector(manager))
     await namespaces.NamespaceController(manager).setup()
+    await statefulset.StatefulSetController(manager).setup()
     manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
     if nodes > 0:
         simulator = nodes_mod.NodeSimulator(manager, nodes)

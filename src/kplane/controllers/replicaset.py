@@ -128,7 +128,7 @@ class ReplicaSetController:
         try:
             made = await self.api.resource(workload.PODS).create(pod, namespace=meta(rs)["namespace"])
         except errors.APIError as err:
-            if _namespace_terminating(err):
+            if workload.namespace_terminating(err):
                 return None
             self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {err.message}")
             return err
@@ -259,10 +259,6 @@ class _PodHandler:
 
 def _with_kind(rs: Object) -> Object:
     return {**rs, "apiVersion": rs.get("apiVersion") or "apps/v1", "kind": rs.get("kind") or "ReplicaSet"}
-
-
-def _namespace_terminating(err: errors.APIError) -> bool:
-    return any(c.reason == "NamespaceTerminating" for c in err.causes)
 
 
 def _log_bucket(seconds: float) -> int:

@@ -135,6 +135,12 @@ def owners_of(
     ]
 
 
+def namespace_terminating(err: errors.APIError) -> bool:
+    """A create refused because the namespace is being deleted (cause ``NamespaceTerminating``):
+    controllers ignore it, as upstream's."""
+    return any(c.reason == "NamespaceTerminating" for c in err.causes)
+
+
 # Claiming.
 
 Patcher = Callable[[Object, Object], Awaitable[Any]]

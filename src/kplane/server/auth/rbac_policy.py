@@ -246,6 +246,20 @@ _CONTROLLERS: dict[str, list[Object]] = {
         _r(["get", "list"], ["external.metrics.k8s.io"], ["*"]),
         _EVENTS,
     ],
+    "statefulset-controller": [
+        _r(["list", "watch"], [""], ["pods"]),
+        _r(["get", "list", "watch"], ["apps"], ["statefulsets"]),
+        _r(["update"], ["apps"], ["statefulsets/status"]),
+        _r(["update"], ["apps"], ["statefulsets/finalizers"]),
+        _r(["create", "delete", "get", "patch", "update"], [""], ["pods"]),
+        _r(
+            ["create", "delete", "get", "list", "patch", "update", "watch"],
+            ["apps"],
+            ["controllerrevisions"],
+        ),
+        _r(["create", "delete", "get", "patch", "update"], [""], ["persistentvolumeclaims"]),
+        _EVENTS,
+    ],
     "clusterrole-aggregation-controller": [
         _r(
             ["escalate", "get", "list", "patch", "update", "watch"],
