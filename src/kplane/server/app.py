@@ -226,9 +226,17 @@ class APIServer:
         }
         await self.storage.start()
         self._webhooks = webhookclient.Client(resolving.EndpointResolver(self.storage.peek))
+        # The RBAC index fills from the cache in _start_rbac; the authorizer only reads it.
+        authorizer: authz.Authorizer = (
+            authz.always_allow
+            if cfg.authorization_mode == "AlwaysAllow"
+            else authz.chain([authz.privileged, rbac.RBACAuthorizer(self.rbac)])
+        )
         admission = admission_chain.build(
             admission_chain.enabled([cfg.enable_admission_plugins], [cfg.disable_admission_plugins]),
-            plugin.Context(self.storage, self.catalog, cfg.clock, webhook_client=self._webhooks),
+            plugin.Context(
+                self.storage, self.catalog, cfg.clock, webhook_client=self._webhooks, authorizer=authorizer
+            ),
         )
         self.registry = Registry(
             self.storage,
@@ -245,7 +253,7 @@ class APIServer:
         self._quotas = quotas.QuotaController(self.registry, self.catalog)
         await self._quotas.start()
         self._crd_apiservices = apibootstrap.CRDAPIServices(self.registry, self.catalog)
-        authorizer = await self._start_rbac()
+        await self._start_rbac(authorizer)
         await apibootstrap.ensure_api_objects(self.registry, self.catalog)
         await priority.ensure_system_classes(self.registry, self.catalog)
         await self._crd_apiservices.reconcile()
@@ -339,9 +347,9 @@ class APIServer:
         kubeconfig.write_admin_kubeconfig(self.pki, self.url, self.kubeconfig_path)
         self._ready = True
 
-    async def _start_rbac(self) -> authz.Authorizer:
+    async def _start_rbac(self, authorizer: authz.Authorizer) -> None:
         """Load the RBAC index from the cache and keep it current, reconcile the bootstrap policy,
-        start aggregation; return the server's authorizer for its mode."""
+        start aggregation; ``authorizer`` (the server's, reading the index) guards RBAC writes."""
         assert self.storage is not None and self.registry is not None
         index = self.rbac
         # The cache answers list_keyed without yielding, so no event falls between the snapshot
@@ -363,11 +371,8 @@ class APIServer:
         await rbacpolicy.reconcile_bootstrap(self.registry, self.catalog)
         await aggregator.sync()
         aggregator.start()
-        if self.config.authorization_mode == "AlwaysAllow":
-            return authz.always_allow
-        authorizer = authz.chain([authz.privileged, rbac.RBACAuthorizer(index)])
-        self.registry.write_guards.append(rbac_escalation.EscalationCheck(index, authorizer))
-        return authorizer
+        if self.config.authorization_mode != "AlwaysAllow":
+            self.registry.write_guards.append(rbac_escalation.EscalationCheck(index, authorizer))
 
     def _audit(self) -> Filter | None:
         """The audit filter, when both a policy and a log path are configured (upstream needs both)."""

@@ -26,6 +26,7 @@ from kplane.server.admission import (
     runtimeclass,
     serviceaccount,
     tolerations,
+    validatingpolicy,
     validatingwebhook,
 )
 from kplane.server.registry import admitting
@@ -87,6 +88,7 @@ IMPLEMENTED: dict[str, Factory] = {
     limitranger.NAME: limitranger.LimitRanger,
     mutatingwebhook.NAME: lambda ctx: mutatingwebhook.MutatingWebhook(ctx, ctx.webhooks()),
     validatingwebhook.NAME: lambda ctx: validatingwebhook.ValidatingWebhook(ctx, ctx.webhooks()),
+    validatingpolicy.NAME: validatingpolicy.ValidatingAdmissionPolicy,
 }
 
 

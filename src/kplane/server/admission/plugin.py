@@ -9,6 +9,7 @@ from kplane._util.clock import Clock
 from kplane.api import errors
 from kplane.api.catalog import Catalog, ResourceRecord
 from kplane.server import storage
+from kplane.server.auth import authz
 from kplane.server.registry import admitting
 from kplane.server.registry.objects import to_version
 from kplane.server.webhooks import client as webhookclient
@@ -21,12 +22,14 @@ Object = dict[str, Any]
 class Context:
     """The server's parts a plugin reads: storage (through the catalog's records), time, and the
     client webhook plugins call webhooks with (one per server: its connection pools are shared;
-    made on first use, resolving Services through the cache, when none is given)."""
+    made on first use, resolving Services through the cache, when none is given) and the authorizer."""
 
     storage: storage.Storage
     catalog: Catalog
     clock: Clock
     webhook_client: webhookclient.Client | None = None
+    authorizer: authz.Authorizer | None = None
+    """The server's authorizer (CEL's ``authorizer`` library asks it); None allows every check."""
     _made: list[webhookclient.Client] = field(default_factory=list, compare=False, repr=False)
 
     def webhooks(self) -> webhookclient.Client:

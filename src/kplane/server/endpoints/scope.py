@@ -32,6 +32,8 @@ else:
     ssa = lazy_module("kplane.api.apply")  # loaded with the first write, not at start-up
 
 Object = dict[str, Any]
+AUDIT_ANNOTATIONS = "kplane.audit.annotations"
+"""Request key of the audit annotations dict the audit filter installs (admission adds to it)."""
 
 
 @dataclass(slots=True)
@@ -86,6 +88,7 @@ class Scope:
             field_manager=manager,
             field_validation=validation or "Warn",  # type: ignore[arg-type]
             warnings=self.warnings,
+            audit_annotations=self.request.get(AUDIT_ANNOTATIONS, {}),
             requester=self.requester(),
         )
 

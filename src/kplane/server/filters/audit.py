@@ -27,7 +27,7 @@ from kplane.api import errors
 from kplane.server.audit import policy as policy_mod
 from kplane.server.audit.log import AuditLog
 from kplane.server.auth import authn, authz
-from kplane.server.endpoints import negotiation, requestinfo
+from kplane.server.endpoints import negotiation, requestinfo, scope
 from kplane.server.filters.types import Filter, Handler
 
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
@@ -79,6 +79,8 @@ def audit(policy: policy_mod.Policy, log: AuditLog, clock: Clock) -> Filter:
         event["stageTimestamp"] = received
         if "RequestReceived" not in decision.omit_stages:
             log.write(event)
+        annotations: dict[str, str] = {}
+        request[scope.AUDIT_ANNOTATIONS] = annotations  # admission records into it
         body = await _request_object(request) if request.method in _WITH_BODY else None
         if body is not None and info.is_resource:
             meta = body.get("metadata")
@@ -126,10 +128,10 @@ def audit(policy: policy_mod.Policy, log: AuditLog, clock: Clock) -> Filter:
                 event["stageTimestamp"] = now()
                 verdict = request.get(authz.DECISION_KEY)
                 if verdict is not None:
-                    event["annotations"] = {
-                        "authorization.k8s.io/decision": "allow" if verdict.allowed else "forbid",
-                        "authorization.k8s.io/reason": verdict.reason,
-                    }
+                    annotations["authorization.k8s.io/decision"] = "allow" if verdict.allowed else "forbid"
+                    annotations["authorization.k8s.io/reason"] = verdict.reason
+                if annotations:
+                    event["annotations"] = dict(sorted(annotations.items()))
                 log.write(event)
 
     return record

@@ -15,7 +15,8 @@ registry never imports the admission plugins (an import-linter contract holds it
 A callback refuses by raising an ``errors.APIError``; ``mutate`` may change ``attrs.obj`` in place
 (the registry owns it: on update it is a deep copy, never the stored object). ``validate`` must not
 change it. Warnings go to ``attrs.warnings`` (they reach the client's ``Warning`` header), audit
-annotations (``<webhook>/<key>``) to ``attrs.audit_annotations``.
+annotations (``<webhook>/<key>``, ``<policy>/<key>``) to ``attrs.audit_annotations`` (they reach the
+request's audit event).
 """
 
 from __future__ import annotations

@@ -43,12 +43,14 @@ class Requester:
 
 @dataclass
 class WriteOptions:
-    """What one write request asked for, and what it reports back (``warnings``)."""
+    """What one write request asked for, and what it reports back (``warnings``, and
+    ``audit_annotations`` for the request's audit event)."""
 
     dry_run: bool = False
     field_manager: str = ""
     field_validation: FieldValidation = "Warn"
     warnings: list[str] = field(default_factory=list)
+    audit_annotations: dict[str, str] = field(default_factory=dict)
     manage_fields: bool = True
     requester: Requester | None = None
     typed_body: bool = False

@@ -203,6 +203,7 @@ class Registry:
             user=opts.requester,
             dry_run=opts.dry_run,
             warnings=opts.warnings,
+            audit_annotations=opts.audit_annotations,
         )
         await self.admission.mutate(attrs)
         meta = obj["metadata"]
@@ -292,6 +293,7 @@ class Registry:
                 user=wopts.requester,
                 dry_run=wopts.dry_run,
                 warnings=wopts.warnings,
+                audit_annotations=wopts.audit_annotations,
             )
 
         async def step(stored: Object) -> Object:
@@ -320,6 +322,7 @@ class Registry:
                     user=wopts.requester,
                     dry_run=wopts.dry_run,
                     warnings=wopts.warnings,
+                    audit_annotations=wopts.audit_annotations,
                 )
             )
             new = self.schema.managed(record, current, new, wopts, rfc3339(self.clock), subresource)
