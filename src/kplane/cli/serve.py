@@ -27,7 +27,23 @@ def add_parser(sub: Any) -> None:
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, loopback only)"
     )
     p.add_argument(
-        "--storage", choices=("sqlite", "memory"), default="sqlite", help="storage backend (default sqlite)"
+        "--storage",
+        type=_storage,
+        default="sqlite",
+        help="storage backend: sqlite (default), memory, or etcd://HOST:PORT[,HOST:PORT...] (an etcd v3"
+        " cluster several kplane servers may share)",
+    )
+    p.add_argument("--etcd-cafile", type=Path, default=None, help="CA of etcd's serving certificates (TLS)")
+    p.add_argument("--etcd-certfile", type=Path, default=None, help="client certificate for etcd")
+    p.add_argument("--etcd-keyfile", type=Path, default=None, help="key of --etcd-certfile")
+    p.add_argument(
+        "--etcd-prefix", default="", help="prefix of every key kplane writes to etcd (default: none)"
+    )
+    p.add_argument(
+        "--event-ttl",
+        type=_duration,
+        default=3600,
+        help="how long Events are kept in etcd, e.g. 1h (default 1h)",
     )
     p.add_argument(
         "--insecure-port",
@@ -178,6 +194,28 @@ def _duration(text: str) -> int:
     return sum(int(n) * units[u] for n, u in parts)
 
 
+def _storage(text: str) -> str:
+    if text in ("sqlite", "memory"):
+        return text
+    if text.startswith("etcd://"):
+        from kplane.server.storage.etcd.client import parse_endpoints
+
+        try:
+            parse_endpoints(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
+    raise argparse.ArgumentTypeError(f"invalid storage {text!r} (sqlite, memory or etcd://host:port,...)")
+
+
+def _endpoints(storage: str) -> tuple[str, ...]:
+    if not storage.startswith("etcd://"):
+        return ()
+    from kplane.server.storage.etcd.client import parse_endpoints
+
+    return tuple(parse_endpoints(storage))
+
+
 def _start_failure(err: Exception, data_dir: Path) -> str:
     """What failed at start-up, in one line: the address, a file, or the store."""
     from kplane.api import errors
@@ -234,7 +272,13 @@ def run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         host=args.host,
         port=args.port,
-        storage=args.storage,
+        storage="etcd" if args.storage.startswith("etcd://") else args.storage,
+        etcd_servers=_endpoints(args.storage),
+        etcd_cafile=args.etcd_cafile,
+        etcd_certfile=args.etcd_certfile,
+        etcd_keyfile=args.etcd_keyfile,
+        etcd_prefix=args.etcd_prefix,
+        event_ttl=args.event_ttl,
         insecure_port=args.insecure_port,
         token_file=args.token_file,
         encryption_provider_config=args.encryption_provider_config,

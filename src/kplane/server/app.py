@@ -81,7 +81,21 @@ class ServerConfig:
     data_dir: Path = Path(".kplane")
     host: str = "127.0.0.1"
     port: int = 6443
-    storage: Literal["sqlite", "memory"] = "sqlite"
+    storage: Literal["sqlite", "memory", "etcd"] = "sqlite"
+    etcd_servers: Sequence[str] = ()
+    """``host:port`` of etcd members (``storage="etcd"``); calls fail over from one to the next."""
+    etcd_cafile: Path | None = None
+    """CA bundle that signed etcd's serving certificates (TLS to etcd when any etcd file is given)."""
+    etcd_certfile: Path | None = None
+    """Client certificate presented to etcd."""
+    etcd_keyfile: Path | None = None
+    """Key of ``etcd_certfile``."""
+    etcd_prefix: str = ""
+    """Prepended to every key in etcd (several kplane clusters may share one etcd)."""
+    etcd_request_timeout: float = 5.0
+    """Seconds one etcd call may take before the request fails (504)."""
+    event_ttl: int = 3600
+    """Seconds Events are kept in etcd (upstream's ``--event-ttl``, 1 h)."""
     insecure_port: int | None = None
     token_file: Path | None = None
     service_account_issuer: str = serviceaccounts.DEFAULT_ISSUER
@@ -198,6 +212,8 @@ class APIServer:
             from kplane.server.storage.memory import MemoryStorage
 
             backend = MemoryStorage(window=cfg.history_window, clock=cfg.clock)
+        elif cfg.storage == "etcd":
+            backend = await self._open_etcd()
         else:
             from kplane.server.storage.sqlite import SQLiteStorage
 
@@ -392,6 +408,21 @@ class APIServer:
         )
         return audit(rules, self._audit_log, cfg.clock)
 
+    async def _open_etcd(self) -> Any:
+        from kplane.server.storage import etcd
+
+        cfg = self.config
+        files = (cfg.etcd_cafile, cfg.etcd_certfile, cfg.etcd_keyfile)
+        tls = etcd.TLSFiles(*files) if any(f is not None for f in files) else None
+        client = etcd.EtcdClient(cfg.etcd_servers, tls=tls, timeout=cfg.etcd_request_timeout)
+        backend = etcd.EtcdStorage(client, key_prefix=cfg.etcd_prefix, event_ttl=cfg.event_ttl)
+        try:
+            await backend.start()
+        except BaseException:
+            await backend.close()
+            raise
+        return backend
+
     def _health(self, backend: Any) -> health.Health:
         """kube-apiserver's checks, for what kplane has: the storage answers a read (``etcd``),
         the cache is loaded, each start-up step is done, the server is not stopping."""
@@ -399,7 +430,12 @@ class APIServer:
         async def ping() -> None:
             return None
 
+        probe = getattr(backend, "check_health", None)
+
         async def etcd() -> None:
+            if probe is not None:
+                await probe()
+                return
             try:
                 await backend.get("/registry/core/namespaces/default")
             except storage.KeyNotFound:

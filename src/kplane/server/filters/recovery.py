@@ -12,9 +12,11 @@ import re
 from aiohttp import web
 
 from kplane.api import errors
+from kplane.server import storage
 from kplane.server.endpoints import negotiation
 from kplane.server.endpoints.scope import status_response
 from kplane.server.filters.types import Handler
+from kplane.server.registry import objects
 
 log = logging.getLogger("kplane.server")
 
@@ -47,6 +49,14 @@ async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResp
         return _failure(request, cls(message, code=exc.status, reason=cls.default_reason))
     except (ConnectionResetError, ConnectionError):
         raise
+    except storage.StorageError as err:
+        # The store failed under something that is not the registry (an admission plugin's read):
+        # the same Status as when the registry meets it (etcd down: 504/500, never a bare 500).
+        mapped = objects.backend_error(err)
+        if mapped is None:
+            log.exception("unhandled storage error serving %s %s", request.method, request.path)
+            mapped = errors.InternalError(f"Internal error occurred: {err}")
+        return _failure(request, mapped)
     except Exception:
         log.exception("unhandled error serving %s %s", request.method, request.path)
         failure = errors.InternalError("Internal error occurred: unexpected server error")

@@ -52,10 +52,26 @@ def storage_error(record: ResourceRecord, name: str, err: storage.StorageError) 
             f"{what} in object meta: {err.actual}"
         )
         return errors.conflict(gr, name, why)
+    return backend_error(err) or errors.InternalError(f"Internal error occurred: {err}")
+
+
+def backend_error(err: storage.StorageError) -> errors.APIError | None:
+    """The API error for a failure of the store itself (full, unreachable, slow, revision out of
+    range), whatever the resource; None for the others."""
     if isinstance(err, storage.NoSpace):
         # What kube-apiserver answers when etcd raises its NOSPACE alarm: the etcd client's error,
         # not a Status, so responsewriters.ErrorToAPIStatus makes it a 500 with no reason.
         return errors.APIError(NO_SPACE_MESSAGE, code=500, reason="")
+    if isinstance(err, storage.Unavailable):
+        # etcd's own error (e.g. "etcdserver: request timed out"): like NoSpace, not a Status, so
+        # kube-apiserver answers a 500 carrying the message alone.
+        return errors.APIError(str(err), code=500, reason="")
+    if isinstance(err, storage.Timeout):
+        # endpoints/handlers/finisher.go: a request that outlives its context becomes
+        # NewTimeoutError("request did not complete within requested timeout - " + ctx.Err(), 0).
+        return errors.Timeout(
+            f"Timeout: request did not complete within requested timeout - {err}", details={}
+        )
     if isinstance(err, storage.Expired):
         return errors.Gone(str(err))
     if isinstance(err, storage.TooLargeRevision):
@@ -66,7 +82,7 @@ def storage_error(record: ResourceRecord, name: str, err: storage.StorageError) 
             },
             retry_after=1,
         )
-    return errors.InternalError(f"Internal error occurred: {err}")
+    return None
 
 
 def converts(record: ResourceRecord) -> bool:

@@ -1,7 +1,7 @@
 """Storage: the etcd-shaped key-value model every backend implements (see ``interface``).
 
-Backends: ``memory`` (tests), ``sqlite`` (embedded default). ``cacher`` decorates any backend and
-serves lists and watches from memory.
+Backends: ``memory`` (tests), ``sqlite`` (embedded default), ``etcd`` (shared by several servers).
+``cacher`` decorates any backend and serves lists and watches from memory.
 """
 
 from kplane.server.storage.interface import (
@@ -24,7 +24,9 @@ from kplane.server.storage.interface import (
     Revision,
     Storage,
     StorageError,
+    Timeout,
     TooLargeRevision,
+    Unavailable,
     UpdateFunc,
     Watch,
     history_of,
@@ -50,7 +52,9 @@ __all__ = [
     "STALE_READ",
     "Storage",
     "StorageError",
+    "Timeout",
     "TooLargeRevision",
+    "Unavailable",
     "UpdateFunc",
     "WRITER",
     "Watch",

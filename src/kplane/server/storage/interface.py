@@ -87,6 +87,18 @@ class NoSpace(StorageError):
         self.path, self.detail = path, detail
 
 
+class Timeout(StorageError):
+    """The backend did not answer within its deadline (a remote store: etcd). The write may or
+    may not have been applied."""
+
+    def __init__(self, detail: str = "context deadline exceeded") -> None:
+        super().__init__(detail)
+
+
+class Unavailable(StorageError):
+    """A remote backend refused or failed the call; the message is the backend's own (etcd's)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Preconditions:
     """Conditions checked atomically with a write; ``None`` means "don't check"."""

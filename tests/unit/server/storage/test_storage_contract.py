@@ -15,6 +15,7 @@ from kplane.server.storage import interface, memory
 from kplane.server.storage.cacher import CachedStorage
 from kplane.server.storage.encryption import config as encryption
 from kplane.server.storage.encryption.storage import EncryptedStorage
+from kplane.server.storage.etcd import EtcdClient, EtcdStorage
 from kplane.server.storage.instrumented import InstrumentedStorage
 from kplane.server.storage.sqlite import SQLiteStorage
 from kplane.server.storage.testing import contract
@@ -38,7 +39,10 @@ IMPLEMENTATIONS = [
     "cached-instrumented-sqlite",
     "encrypted-sqlite",
     "cached-encrypted-sqlite",
+    "etcd",
+    "cached-etcd",
 ]
+_stores = itertools.count()
 # Every key the contract suite writes, encrypted with each provider in turn (aesgcm writes).
 _ENCRYPT_ALL = encryption.parse(
     {
@@ -71,6 +75,20 @@ async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Asy
             store = _memory(path, watcher_capacity)
         elif kind == "sqlite":
             store = _sqlite(path, watcher_capacity)
+        elif kind in ("etcd", "cached-etcd"):
+            # A key prefix per store: each starts empty on the session's etcd.
+            etcd = EtcdStorage(
+                EtcdClient(request.getfixturevalue("etcd_endpoints")),
+                key_prefix=f"/contract-{next(_stores)}",
+                watcher_capacity=watcher_capacity if kind == "etcd" else 10_000,
+            )
+            await etcd.start()
+            if kind == "etcd":
+                store = etcd
+            else:
+                cached = CachedStorage(etcd, watcher_capacity=watcher_capacity)
+                await cached.start()
+                store = cached
         elif kind == "encrypted-sqlite":
             store = EncryptedStorage(_sqlite(path, watcher_capacity), _ENCRYPT_ALL)
         else:

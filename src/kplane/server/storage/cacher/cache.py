@@ -14,6 +14,14 @@ older revision (a continue token's snapshot) is delegated to the backend. A revi
 not reached yet, but the backend has, is waited for; one the backend has not reached raises
 ``TooLargeRevision``. ``watch`` is served from the window only: older than the window is ``Expired``.
 
+A backend shared with other servers (etcd) has ``fresh_revision()`` (the cluster's revision, read
+linearizably): then ``get`` and ``list`` at the current revision first wait until the cache has
+applied that revision, as upstream's consistent list from the watch cache does, so a write made
+through another server is visible to the next read here. When the writes up to that revision were
+outside the cache's key space, the backend watch's progress notifications (``request_progress`` /
+``on_progress``) tell the cache it is up to date. That wait is bounded (3 s, then
+``TooLargeRevision``, a 504).
+
 If the cache loses its backend stream (its own watcher overflowed), it terminates its watchers with
 an error (their clients relist), and lists and watches the backend again.
 """
@@ -27,7 +35,7 @@ import collections
 import heapq
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from kplane._util import clock as clock_
@@ -36,6 +44,8 @@ from kplane.server.storage.cacher import fanout
 
 _log = logging.getLogger(__name__)
 _ALL = "/"
+_FRESH_TIMEOUT = 3.0  # seconds a consistent read waits for the cache (upstream's 3 s)
+_PROGRESS_STEP = 0.05  # seconds between two progress requests while waiting
 
 
 def resource_prefix(key: str) -> str:
@@ -127,6 +137,7 @@ class CachedStorage:
         self._closed = False
         self._unlisten: Callable[[], None] | None = None
         self._pending: builtins.list[interface.Event] | None = None
+        self._fresh: Callable[[], Awaitable[int]] | None = getattr(backend, "fresh_revision", None)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -206,6 +217,8 @@ class CachedStorage:
 
     async def get(self, key: str) -> interface.Object:
         self._check_ready()
+        if self._fresh is not None:
+            await self._consistent()
         bucket = self._buckets.get(resource_prefix(key))
         obj = bucket.objects.get(key) if bucket is not None else None
         if obj is None:
@@ -217,10 +230,12 @@ class CachedStorage:
     ) -> interface.ListResult:
         self._check_ready()
         if revision > self._rev:
-            backend_rev = self._backend.current_revision()
+            backend_rev = await self._fresh() if self._fresh is not None else self._backend.current_revision()
             if revision > backend_rev:
                 raise interface.TooLargeRevision(revision, backend_rev)
             await self.wait_for_revision(revision)
+        elif not revision and self._fresh is not None:
+            await self._consistent()
         if revision and revision < self._rev:
             return await self._backend.list(prefix, revision=revision, start_after=start_after, limit=limit)
         return self._list_current(prefix, start_after, limit)
@@ -263,6 +278,39 @@ class CachedStorage:
                 fut.cancel()
         if self._rev < revision:
             raise interface.TooLargeRevision(revision, self._rev)
+
+    async def _consistent(self) -> None:
+        """Wait until the cache has applied the shared backend's current revision (see the module
+        docstring); asks the backend watch for progress notifications while it waits."""
+        assert self._fresh is not None
+        target = await self._fresh()
+        if self._rev >= target:
+            return
+        ask: Callable[[], None] | None = getattr(self._source, "request_progress", None)
+        fut = self._waiter(target)
+        waited = 0.0
+        try:
+            while not fut.done() and waited < _FRESH_TIMEOUT:
+                if ask is not None:
+                    ask()
+                sleeper = asyncio.ensure_future(self._clock.sleep(_PROGRESS_STEP))
+                try:
+                    await asyncio.wait((fut, sleeper), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    sleeper.cancel()
+                waited += _PROGRESS_STEP
+        finally:
+            if not fut.done():
+                fut.cancel()
+        if self._rev < target:
+            raise interface.TooLargeRevision(target, self._rev)
+
+    def _progressed(self, revision: int) -> None:
+        """The backend watch says every event up to ``revision`` has been applied here."""
+        if revision > self._rev:
+            self._rev = revision
+            if self._waiters:
+                self._wake()
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -394,6 +442,9 @@ class CachedStorage:
         self._events.clear()
         if watch:
             self._source = self._backend.watch(_ALL, revision)
+            hook = getattr(self._source, "on_progress", None)
+            if hook is not None:
+                hook(self._progressed)
 
     def _apply(self, event: interface.Event) -> None:
         name = resource_prefix(event.key)

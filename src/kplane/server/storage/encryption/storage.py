@@ -191,6 +191,9 @@ class _DecryptingWatch:
         self._inner = inner
         self._convert = convert
 
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)  # e.g. an etcd watch's progress hooks
+
     async def __aiter__(self) -> AsyncIterator[interface.Event]:
         async for event in self._inner:
             yield self._convert(event)
