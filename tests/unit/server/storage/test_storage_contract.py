@@ -117,6 +117,10 @@ async def test_contract(check: contract.Check, factory: contract.Factory) -> Non
 
 
 @pytest.mark.parametrize("check", contract.HISTORY_CHECKS, ids=contract.check_id)
-async def test_history_contract(check: contract.Check, factory: contract.Factory) -> None:
+async def test_history_contract(
+    check: contract.Check, factory: contract.Factory, request: pytest.FixtureRequest
+) -> None:
     """Each implementation, and every decorator over it, keeps and reads history alike."""
+    if "etcd" in request.node.callspec.params["factory"]:
+        pytest.skip("etcd keeps revisions but records neither the time nor the writer of a write")
     await check(factory)
