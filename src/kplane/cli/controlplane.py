@@ -28,6 +28,8 @@ async def start(server: Any, *, nodes: int) -> asyncio.Task[None]:
     server.metrics_sources.append(manager.metrics.exposition)
     # a garbage collector runs: deletes may now add the orphan/foregroundDeletion finalizers
     server.registry.gc_finalizers = True
+    if manager.tracer is not None and server.nonresource is not None:
+        server.nonresource.traces = manager.tracer.query  # /debug/kplane/traces, with the API's auth
 
     async def run() -> None:
         try:

@@ -203,6 +203,22 @@ class ResourceClient(Generic[ObjT, ListT]):
             raise ValueError(f"a namespace is required for namespaced resource {res.plural}")
         return res, res.path(chosen, name, subresource)
 
+    def _observe_write(
+        self,
+        verb: str,
+        res: Resource,
+        subresource: str,
+        namespace: str | None,
+        name: str,
+        result: Any,
+        error: BaseException | None,
+    ) -> None:
+        observer = self.rest.write_observer
+        if observer is not None:
+            resource = f"{res.plural}.{res.group}" if res.group else res.plural
+            ns = (namespace or self.namespace or "") if res.namespaced else ""
+            observer(verb, resource, subresource, ns if isinstance(ns, str) else "", name, result, error)
+
     # Reads.
 
     async def get(self, name: str, *, namespace: str | None = None) -> ObjT:
@@ -305,8 +321,14 @@ class ResourceClient(Generic[ObjT, ListT]):
         if res.namespaced and not (namespace or self.namespace or obj_ns):
             raise ValueError(f"a namespace is required for namespaced resource {res.plural}")
         query = _write_query(dry_run=dry_run, field_manager=field_manager, field_validation=field_validation)
-        data = await self.rest.request_raw("POST", path, query=query, body=self.codec.encode(obj, res))
-        return self.codec.decode(data)
+        try:
+            data = await self.rest.request_raw("POST", path, query=query, body=self.codec.encode(obj, res))
+        except Exception as err:
+            self._observe_write("create", res, "", namespace or obj_ns, "", None, err)
+            raise
+        out = self.codec.decode(data)
+        self._observe_write("create", res, "", namespace or obj_ns, "", out, None)
+        return out
 
     async def update(
         self,
@@ -322,8 +344,14 @@ class ResourceClient(Generic[ObjT, ListT]):
         name, obj_ns = self.codec.name_and_namespace(obj)
         res, path = await self._path(namespace, name, subresource, obj_ns=obj_ns, one=True)
         query = _write_query(dry_run=dry_run, field_manager=field_manager, field_validation=field_validation)
-        data = await self.rest.request_raw("PUT", path, query=query, body=self.codec.encode(obj, res))
-        return self.codec.decode(data)
+        try:
+            data = await self.rest.request_raw("PUT", path, query=query, body=self.codec.encode(obj, res))
+        except Exception as err:
+            self._observe_write("update", res, subresource, namespace or obj_ns, name, None, err)
+            raise
+        out = self.codec.decode(data)
+        self._observe_write("update", res, subresource, namespace or obj_ns, name, out, None)
+        return out
 
     async def patch(
         self,
@@ -344,15 +372,21 @@ class ResourceClient(Generic[ObjT, ListT]):
         """
         if patch_type not in PATCH_CONTENT_TYPES:
             raise ValueError(f"unknown patch type {patch_type!r}")
-        _, path = await self._path(namespace, name, subresource, one=True)
+        res, path = await self._path(namespace, name, subresource, one=True)
         query = _write_query(
             dry_run=dry_run, field_manager=field_manager, field_validation=field_validation, force=force
         )
         body = patch if isinstance(patch, bytes | str) else orjson.dumps(patch)
-        data = await self.rest.request_raw(
-            "PATCH", path, query=query, body=body, content_type=PATCH_CONTENT_TYPES[patch_type]
-        )
-        return self.codec.decode(data)
+        try:
+            data = await self.rest.request_raw(
+                "PATCH", path, query=query, body=body, content_type=PATCH_CONTENT_TYPES[patch_type]
+            )
+        except Exception as err:
+            self._observe_write("patch", res, subresource, namespace, name, None, err)
+            raise
+        out = self.codec.decode(data)
+        self._observe_write("patch", res, subresource, namespace, name, out, None)
+        return out
 
     async def delete(
         self,
@@ -368,14 +402,19 @@ class ResourceClient(Generic[ObjT, ListT]):
 
         ``preconditions`` may hold ``uid`` and ``resourceVersion``; a mismatch raises Conflict.
         """
-        _, path = await self._path(namespace, name, one=True)
+        res, path = await self._path(namespace, name, one=True)
         body = _delete_options(
             propagation_policy=propagation_policy,
             grace_period_seconds=grace_period_seconds,
             preconditions=preconditions,
             dry_run=dry_run,
         )
-        out: dict[str, Any] = await self.rest.request("DELETE", path, body=body) or {}
+        try:
+            out: dict[str, Any] = await self.rest.request("DELETE", path, body=body) or {}
+        except Exception as err:
+            self._observe_write("delete", res, "", namespace, name, None, err)
+            raise
+        self._observe_write("delete", res, "", namespace, name, out, None)
         return out
 
     async def delete_collection(

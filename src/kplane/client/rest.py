@@ -54,6 +54,9 @@ _GENERIC_MESSAGES = {
 
 RequestObserver = Callable[[str, str, str, float], None]
 """Told of each round trip: ``(method, host, code, seconds)``."""
+WriteObserver = Callable[[str, str, str, str, str, Any, BaseException | None], None]
+"""Told of each write the dynamic (and typed) clients make, once answered: ``(verb, resource
+(<plural>[.<group>]), subresource, namespace, name, decoded reply or None, error or None)``."""
 
 _RECONNECT_DELAY = 1.0
 """Seconds before re-sending a GET whose connection dropped (client-go waits 1 s too)."""
@@ -67,9 +70,11 @@ class RESTClient:
     ``warning_handler`` receives each ``Warning`` header entry (default: log each text once).
     ``observer``, when set, is told of every HTTP round trip: method, host, status code (``"<error>"``
     when no reply came) and seconds (client-go's ``rest_client_requests_total`` hook).
+    ``write_observer``, when set, is told of each write by the clients built on this one.
     """
 
     observer: RequestObserver | None = None
+    write_observer: WriteObserver | None = None
 
     def __init__(
         self,

@@ -107,7 +107,12 @@ class Builder:
         if not name:
             raise ValueError("one of for_() or named() must be called")
         ctrl = controller_mod.Controller(
-            name, reconciler, self._options, metrics=self._manager.metrics, clock=self._manager.clock
+            name,
+            reconciler,
+            self._options,
+            metrics=self._manager.metrics,
+            clock=self._manager.clock,
+            tracer=self._manager.tracer,
         )
         watches = ([self._for] if self._for else []) + self._owns + self._watches
         for w in watches:

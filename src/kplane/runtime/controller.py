@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from kplane._util import clock as clock_mod
+from kplane.runtime import handler as handler_mod
 from kplane.runtime import log as log_mod
 from kplane.runtime import metrics as metrics_mod
-from kplane.runtime import reconcile
+from kplane.runtime import reconcile, tracing
 from kplane.runtime import source as source_mod
 from kplane.workqueue import metrics as queue_metrics
 from kplane.workqueue import queue as queue_mod
@@ -68,8 +69,10 @@ class Controller:
         *,
         metrics: metrics_mod.Metrics | None = None,
         clock: clock_mod.Clock | None = None,
+        tracer: tracing.Tracer | None = None,
     ) -> None:
         self.name = name
+        self.tracer = tracer
         self.options = options or ControllerOptions()
         self._reconcile = reconcile.as_reconcile_func(reconciler)
         self._clock: clock_mod.Clock = clock or clock_mod.RealClock()
@@ -109,8 +112,11 @@ class Controller:
         if self._started:
             raise RuntimeError(f"controller {self.name} was already started")
         self._started = True
+        feed: handler_mod.RequestQueue = self.queue
+        if self.tracer is not None:
+            feed = tracing.TriggerQueue(self.queue, self.tracer, self.name)
         for src in self._sources:
-            await src.start(self.queue)
+            await src.start(feed)
         await self._wait_for_sources()
         self.log.info("starting workers", extra={"workers": self.options.max_concurrent_reconciles})
         loop = asyncio.get_running_loop()
@@ -153,15 +159,21 @@ class Controller:
                 queue.done(req)
 
     async def reconcile_handler(self, req: reconcile.Request) -> None:
-        """One pass for ``req``: call the reconciler, then apply the requeue policy to its outcome."""
-        log = log_mod.bind(
-            logging.getLogger("kplane.runtime.reconcile"),
-            controller=self.name,
-            namespace=req.namespace,
-            name=req.name,
-            reconcileID=str(uuid.uuid4()),
-        )
+        """One pass for ``req``: call the reconciler, then apply the requeue policy to its outcome.
+        With a tracer, the pass is traced (``tracing``) and its logger carries the ``traceID``."""
+        reconcile_id = str(uuid.uuid4())
+        trace = self.tracer.begin(self.name, req, reconcile_id) if self.tracer is not None else None
+        fields = {
+            "controller": self.name,
+            "namespace": req.namespace,
+            "name": req.name,
+            "reconcileID": reconcile_id,
+        }
+        if trace is not None:
+            fields["traceID"] = trace.trace_id
+        log = log_mod.bind(logging.getLogger("kplane.runtime.reconcile"), **fields)
         token = log_mod.set_current(log)
+        trace_token = tracing.CURRENT.set(trace) if trace is not None else None
         m = self._metrics
         m.active_workers.inc()
         started = self._clock.monotonic()
@@ -179,15 +191,21 @@ class Controller:
             m.active_workers.dec()
             m.time.observe(self._clock.monotonic() - started)
             log_mod.reset_current(token)
-        self.handle_outcome(req, outcome, log)
+            if trace_token is not None:
+                tracing.CURRENT.reset(trace_token)
+        result = self.handle_outcome(req, outcome, log)
+        if trace is not None and self.tracer is not None:
+            self.tracer.end(trace, result, str(outcome) if isinstance(outcome, BaseException) else "")
 
     def handle_outcome(
         self,
         req: reconcile.Request,
         outcome: reconcile.Result | BaseException,
         log: logging.LoggerAdapter[logging.Logger],
-    ) -> None:
-        """The requeue policy (controller-runtime's ``reconcileHandler``), counted and logged."""
+    ) -> str:
+        """The requeue policy (controller-runtime's ``reconcileHandler``), counted and logged;
+        returns the outcome's name (``Success``, ``Requeue``, ``RequeueAfter``, ``Error``,
+        ``TerminalError``). A requeue is noted as the cause of the next reconcile when tracing."""
         queue, m = self.queue, self._metrics
         match outcome:
             case BaseException() if _is_terminal(outcome):
@@ -196,21 +214,33 @@ class Controller:
                 m.errors.inc()
                 m.terminal_errors.inc()
                 log.error("terminal reconciler error: %s", outcome, exc_info=outcome)
+                return "TerminalError"
             case BaseException():
+                self._note(req, "Retry")
                 queue.add_rate_limited(req)
                 m.total["error"].inc()
                 m.errors.inc()
                 log.error("reconciler error: %s", outcome, exc_info=outcome)
+                return "Error"
             case reconcile.Result(requeue_after=delay) if delay > 0:
+                self._note(req, "RequeueAfter", delay)
                 queue.forget(req)
                 queue.add_after(req, delay)
                 m.total["requeue_after"].inc()
+                return "RequeueAfter"
             case reconcile.Result(requeue=True):
+                self._note(req, "Requeue")
                 queue.add_rate_limited(req)
                 m.total["requeue"].inc()
+                return "Requeue"
             case _:
                 queue.forget(req)
                 m.total["success"].inc()
+                return "Success"
+
+    def _note(self, req: reconcile.Request, kind: str, after: float = 0.0) -> None:
+        if self.tracer is not None:
+            self.tracer.note(self.name, req, tracing.Trigger(kind, self.tracer.now(), after=after))
 
 
 def _is_terminal(err: BaseException) -> bool:

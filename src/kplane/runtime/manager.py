@@ -35,7 +35,7 @@ from kplane.runtime import cache as cache_mod
 from kplane.runtime import client as client_mod
 from kplane.runtime import controller as controller_mod
 from kplane.runtime import metrics as metrics_mod
-from kplane.runtime import serving
+from kplane.runtime import serving, tracing
 from kplane.runtime.options import ManagerOptions
 from kplane.runtime.webhook import server as webhook_server
 
@@ -76,6 +76,12 @@ class Manager:
         self.api = api or typed_mod.Client(config or config_mod.Config.load())
         self.metrics = metrics_mod.Metrics()
         self.api.rest.observer = self.metrics.observe_request
+        self.tracer: tracing.Tracer | None = None
+        if opts.reconcile_traces > 0:
+            self.tracer = tracing.Tracer(
+                capacity=opts.reconcile_traces, clock=self.clock, provider=opts.tracer_provider
+            )
+            self.api.rest.write_observer = self.tracer.observe_write
         self.cache = cache_mod.Cache(
             self.api.dynamic,
             factory_mod.FactoryOptions(namespace=opts.namespace, default_resync=opts.sync_period),
@@ -171,7 +177,10 @@ class Manager:
         opts = self.options
         if opts.metrics_bind_address != "0":
             self.servers["metrics"] = serving.HTTPServer(
-                opts.metrics_bind_address, serving.metrics_app(self.metrics.exposition)
+                opts.metrics_bind_address,
+                serving.metrics_app(
+                    self.metrics.exposition, traces=self.tracer.query if self.tracer is not None else None
+                ),
             )
         if opts.health_probe_bind_address not in ("", "0"):
             self.servers["probes"] = serving.HTTPServer(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from kplane.runtime.webhook.server import WebhookServerOptions
 
@@ -26,6 +27,11 @@ class ManagerOptions:
     ``webhook``: the webhook server's options (port 9443, cert dir...), used when a webhook is
     registered (``Manager.webhook_server``).
 
+    Tracing: ``reconcile_traces`` is how many finished reconcile traces the manager keeps (why each
+    ran, what it wrote: ``kplane.runtime.tracing``; 0 turns tracing off), served as JSON at
+    ``/debug/kplane/traces`` beside ``/metrics``. ``tracer_provider``, an OpenTelemetry
+    ``TracerProvider`` (with the user's exporter), also exports each reconcile as a span.
+
     ``graceful_shutdown_timeout`` bounds the stop (negative: wait forever). ``field_manager`` names
     this manager's writes in managedFields. ``skip_name_validation`` allows two controllers of one name.
     """
@@ -47,3 +53,5 @@ class ManagerOptions:
     webhook: WebhookServerOptions = dataclasses.field(default_factory=WebhookServerOptions)
     field_manager: str = "kplane-manager"
     skip_name_validation: bool = False
+    reconcile_traces: int = 1000
+    tracer_provider: Any = None

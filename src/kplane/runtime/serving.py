@@ -1,4 +1,5 @@
-"""The manager's plain-HTTP endpoints: ``/metrics``, and the ``/healthz`` and ``/readyz`` probes.
+"""The manager's plain-HTTP endpoints: ``/metrics`` (with ``/debug/kplane/traces``, the reconcile
+traces, when tracing), and the ``/healthz`` and ``/readyz`` probes.
 
 Probes answer as controller-runtime's ``healthz`` handler does: 200 ``ok`` when every check passes,
 500 with one ``[+]name ok`` / ``[-]name failed: reason`` line per check otherwise; ``?verbose``
@@ -9,8 +10,10 @@ returning None (healthy) or raising; it may be a coroutine function.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
+import orjson
 import prometheus_client
 from aiohttp import web
 
@@ -82,8 +85,14 @@ class HTTPServer:
         return f"http://{self.host}:{self.port}"
 
 
-def metrics_app(exposition: Callable[[], bytes]) -> web.Application:
-    """An app serving ``exposition()`` on ``/metrics`` in the Prometheus text format."""
+TRACES_PATH = "/debug/kplane/traces"
+
+
+def metrics_app(
+    exposition: Callable[[], bytes], *, traces: Callable[[Mapping[str, str]], Any] | None = None
+) -> web.Application:
+    """An app serving ``exposition()`` on ``/metrics`` in the Prometheus text format and, with
+    ``traces``, the reconcile traces it returns for the query as JSON on ``/debug/kplane/traces``."""
 
     async def handle(request: web.Request) -> web.Response:
         return web.Response(
@@ -92,6 +101,13 @@ def metrics_app(exposition: Callable[[], bytes]) -> web.Application:
 
     app = web.Application()
     app.router.add_get("/metrics", handle)
+    if traces is not None:
+        query = traces
+
+        async def handle_traces(request: web.Request) -> web.Response:
+            return web.Response(body=orjson.dumps(query(request.query)), content_type="application/json")
+
+        app.router.add_get(TRACES_PATH, handle_traces)
     return app
 
 

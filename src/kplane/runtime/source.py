@@ -17,6 +17,7 @@ from kplane.informers import handlers as handlers_mod
 from kplane.informers import informer as informer_mod
 from kplane.runtime import handler as handler_mod
 from kplane.runtime import predicate as predicate_mod
+from kplane.runtime import tracing
 
 
 class Source(Protocol):
@@ -72,14 +73,22 @@ class _Adapter:
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         if all(p.create(obj) for p in self.predicates):
+            if isinstance(self.queue, tracing.TriggerQueue):
+                kind = "InitialList" if is_in_initial_list else "Event"
+                self.queue.event("ADDED", obj, self.handler, kind=kind)
             self.handler.create(obj, self.queue)
 
     def on_update(self, old: Any, new: Any) -> None:
         if all(p.update(old, new) for p in self.predicates):
+            if isinstance(self.queue, tracing.TriggerQueue):
+                same = tracing.same_version(old, new)  # an informer resync re-delivers the object
+                self.queue.event("MODIFIED", new, self.handler, kind="Resync" if same else "Event")
             self.handler.update(old, new, self.queue)
 
     def on_delete(self, obj: Any) -> None:
         if isinstance(obj, handlers_mod.DeletedFinalStateUnknown):
             obj = obj.obj
         if all(p.delete(obj) for p in self.predicates):
+            if isinstance(self.queue, tracing.TriggerQueue):
+                self.queue.event("DELETED", obj, self.handler)
             self.handler.delete(obj, self.queue)

@@ -180,6 +180,8 @@ class APIServer:
         self.metrics_sources: list[Callable[[], bytes]] = []
         """Prometheus text sources appended to ``/metrics`` (``kplane serve`` adds its controllers')."""
         self._webhooks: webhookclient.Client | None = None
+        self.nonresource: nonresource.NonResource | None = None
+        """Non-resource paths; ``nonresource.traces`` may be set once controllers run in-process."""
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -296,6 +298,7 @@ class APIServer:
             metrics_sources=self.metrics_sources,
             resource_metrics=usage,
         )
+        self.nonresource = nonres
         if oidc.servable(cfg.service_account_issuer):
             nonres.issuer_discovery = oidc.Discovery(cfg.service_account_issuer, sa_key)
         handler = installer.APIHandler(

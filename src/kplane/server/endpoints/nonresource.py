@@ -1,5 +1,6 @@
 """Non-resource paths: health checks (``health``), ``/metrics``, ``/version``, discovery (legacy
-and aggregated), OpenAPI v2 and v3.
+and aggregated), OpenAPI v2 and v3, and ``/debug/kplane/traces`` (the reconcile traces of the
+controllers run in the server's process, when a ``traces`` source is set; see ARCHITECTURE.md).
 
 Discovery and OpenAPI documents are built by ``discovery`` and ``openapi`` and cached per catalog
 generation; this module only negotiates, sets caching headers and answers 304 to a matching
@@ -8,9 +9,11 @@ generation; this module only negotiates, sets caching headers and answers 304 to
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+import orjson
 from aiohttp import web
 
 from kplane.api import errors
@@ -39,6 +42,9 @@ class NonResource:
     """More Prometheus text appended to ``/metrics`` on each scrape (the in-process controllers'
     registry, whose families share no name with the server's)."""
     resource_metrics: resourcemetrics.UsageStore | None = None
+    traces: Callable[[Mapping[str, str]], Any] | None = None
+    """The reconcile traces matching a query, as a JSON-shaped value (set by ``kplane serve`` once
+    its controllers run; the server itself never imports the runtime)."""
 
     async def serve(self, request: web.BaseRequest, info: RequestInfo) -> web.StreamResponse:
         parts = info.parts
@@ -57,6 +63,9 @@ class NonResource:
         if info.parts == ("metrics",) and self.metrics is not None:
             body = b"".join([self.metrics.render(), *(source() for source in self.metrics_sources)])
             return web.Response(body=body, headers={"Content-Type": metrics_mod.CONTENT_TYPE})
+        if parts == ("debug", "kplane", "traces") and self.traces is not None:
+            body = orjson.dumps(self.traces(request.query))
+            return web.Response(body=body, headers={"Content-Type": "application/json"})
         if self.issuer_discovery is not None:
             if request.path == "/.well-known/openid-configuration":
                 return self.issuer_discovery.configuration(self.server_address)
