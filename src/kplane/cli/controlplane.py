@@ -8,6 +8,8 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import socket
+import uuid
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -21,6 +23,16 @@ async def start(server: Any, *, nodes: int) -> asyncio.Task[None]:
 
     config = dataclasses.replace(config_mod.Config.from_kubeconfig(server.kubeconfig_path), qps=0.0)
     options = runtime.ManagerOptions(metrics_bind_address="0", graceful_shutdown_timeout=2.0)
+    if server.config.storage == "etcd":
+        # Several servers may share the etcd: their controllers take turns through one Lease, as
+        # kube-controller-manager's replicas do (kube-system/kube-controller-manager).
+        options = dataclasses.replace(
+            options,
+            leader_election=True,
+            leader_election_id="kube-controller-manager",
+            leader_election_namespace="kube-system",
+            leader_election_identity=f"{socket.gethostname()}_{server.url}_{uuid.uuid4()}",
+        )
     manager = runtime.Manager(config, options, clock=server.config.clock)
     await controllers.install(manager, nodes=nodes, pod_logs=server.pod_logs_dir)
     # their queue depths and reconcile counts and latencies on the server's /metrics (the dashboard

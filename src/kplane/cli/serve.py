@@ -33,6 +33,12 @@ def add_parser(sub: Any) -> None:
         help="storage backend: sqlite (default), memory, or etcd://HOST:PORT[,HOST:PORT...] (an etcd v3"
         " cluster several kplane servers may share)",
     )
+    p.add_argument(
+        "--pki-dir",
+        type=Path,
+        default=None,
+        help="share this PKI directory (another server's DATA_DIR/pki: CA, serving and signing keys)",
+    )
     p.add_argument("--etcd-cafile", type=Path, default=None, help="CA of etcd's serving certificates (TLS)")
     p.add_argument("--etcd-certfile", type=Path, default=None, help="client certificate for etcd")
     p.add_argument("--etcd-keyfile", type=Path, default=None, help="key of --etcd-certfile")
@@ -279,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
         etcd_keyfile=args.etcd_keyfile,
         etcd_prefix=args.etcd_prefix,
         event_ttl=args.event_ttl,
+        pki_dir=args.pki_dir,
         insecure_port=args.insecure_port,
         token_file=args.token_file,
         encryption_provider_config=args.encryption_provider_config,

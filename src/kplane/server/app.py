@@ -95,6 +95,9 @@ class ServerConfig:
     etcd_request_timeout: float = 5.0
     """Seconds one etcd call may take before the request fails (504)."""
     event_ttl: int = 3600
+    pki_dir: Path | None = None
+    """Another server's ``pki`` directory to share (several servers of one etcd cluster): ``data_dir/pki``
+    becomes a link to it."""
     """Seconds Events are kept in etcd (upstream's ``--event-ttl``, 1 h)."""
     insecure_port: int | None = None
     token_file: Path | None = None
@@ -205,6 +208,8 @@ class APIServer:
         # The PKI (on a first start: importing cryptography, generating keys, fsyncing files) is
         # prepared in a thread while storage opens and the cache loads.
         def prepare_keys() -> tuple[certs.PKI, jwt.SigningKey]:
+            if cfg.pki_dir is not None:
+                certs.share_pki(cfg.data_dir, cfg.pki_dir)
             pki = certs.ensure_pki(cfg.data_dir, hosts=hosts, clock=cfg.clock)
             return pki, jwt.ensure_key(pki.ca_cert_file.parent)
 

@@ -126,6 +126,23 @@ class PKI:
         return ctx
 
 
+def share_pki(data_dir: Path, pki_dir: Path) -> None:
+    """Make ``data_dir/pki`` a link to ``pki_dir``, another server's PKI directory (its CA, serving
+    certificate, admin credentials and ServiceAccount signing key), so several servers of one cluster
+    trust the same clients and tokens. ``pki_dir`` must hold a CA. Idempotent; refuses (``OSError``)
+    when ``data_dir/pki`` already is something else."""
+    target = pki_dir.resolve()
+    if not (target / "ca.crt").is_file() or not (target / "ca.key").is_file():
+        raise FileNotFoundError(2, "no CA (ca.crt and ca.key) to share", str(pki_dir))
+    link = data_dir / "pki"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() and link.resolve() == target:
+        return
+    if link.exists() or link.is_symlink():
+        raise FileExistsError(17, f"already holds a PKI: remove it to share {target}", str(link))
+    link.symlink_to(target, target_is_directory=True)
+
+
 def ensure_pki(
     data_dir: Path,
     *,
