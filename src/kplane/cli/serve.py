@@ -74,19 +74,14 @@ def add_parser(sub: Any) -> None:
         "--max-requests-inflight",
         type=int,
         default=400,
-        help="read-only requests served at once; more wait in per-user queues (default 400, 0: no limit)",
+        help="with --max-mutating-requests-inflight: the seats API Priority and Fairness shares among"
+        " priority levels (default 400)",
     )
     p.add_argument(
         "--max-mutating-requests-inflight",
         type=int,
         default=200,
-        help="mutating requests served at once; more wait in per-user queues (default 200, 0: no limit)",
-    )
-    p.add_argument(
-        "--max-queued-requests-per-user",
-        type=int,
-        default=50,
-        help="requests one user may have waiting for a seat; more get 429 (default 50, 0: no queuing)",
+        help="added to --max-requests-inflight for API Priority and Fairness (default 200; both 0: no limit)",
     )
     p.add_argument(
         "--queue-wait-timeout",
@@ -295,7 +290,6 @@ def run(args: argparse.Namespace) -> int:
         audit_log_maxbackup=args.audit_log_maxbackup,
         max_requests_inflight=args.max_requests_inflight,
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,
-        max_queued_requests_per_user=args.max_queued_requests_per_user,
         queue_wait_timeout=args.queue_wait_timeout,
         service_account_issuer=args.service_account_issuer,
         service_account_max_token_expiration=args.service_account_max_token_expiration,

@@ -48,9 +48,18 @@ from kplane.server.endpoints import (
 )
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
-from kplane.server.filters.inflight import Limits
 from kplane.server.filters.types import Filter
-from kplane.server.registry import apibootstrap, apistrategies, bootstrap, crds, quotas, rbacpolicy
+from kplane.server.flowcontrol import config as flowcontrol_config
+from kplane.server.flowcontrol.config import FlowControl
+from kplane.server.registry import (
+    apibootstrap,
+    apistrategies,
+    bootstrap,
+    crds,
+    flowcontrolconfig,
+    quotas,
+    rbacpolicy,
+)
 from kplane.server.registry.crds import CRDController
 from kplane.server.registry.fieldschema import SchemaStep
 from kplane.server.registry.namespaces import NamespaceLifecycle
@@ -106,13 +115,12 @@ class ServerConfig:
     service_account_max_token_expiration: int | None = None
     """Seconds a TokenRequest may ask at most (longer requests are shortened, with a warning)."""
     max_requests_inflight: int = 400
-    """Read-only requests served at once beyond which requests queue (0: no limit)."""
     max_mutating_requests_inflight: int = 200
-    """Mutating requests served at once beyond which requests queue (0: no limit)."""
-    max_queued_requests_per_user: int = 50
-    """Requests one user may have waiting for a seat; more get 429."""
+    """With ``max_requests_inflight``: API Priority and Fairness shares their sum among the
+    priority levels, as upstream (both 0: no limit)."""
     queue_wait_timeout: float = 15.0
-    """Seconds a queued request waits for a seat before its 429."""
+    """Seconds a queued request waits for a seat before its 429 (upstream: a quarter of the
+    60 s request timeout)."""
     audit_policy_file: Path | None = None
     """Upstream's audit.k8s.io/v1 Policy; with ``audit_log_path``, requests are audited."""
     audit_log_path: str | None = None
@@ -172,6 +180,8 @@ class APIServer:
         self._crds: CRDController | None = None
         self._aggregator: rbacpolicy.Aggregator | None = None
         self._unlisten_rbac: Any = None
+        self._unlisten_flowcontrol: Any = None
+        self._dangling: flowcontrolconfig.DanglingConditions | None = None
         self.rbac = rbac.RBACIndex()
         self._token_secrets: TokenSecrets | None = None
         self._audit_log: Any = None
@@ -277,6 +287,7 @@ class APIServer:
         await self._quotas.start()
         self._crd_apiservices = apibootstrap.CRDAPIServices(self.registry, self.catalog)
         await self._start_rbac(authorizer)
+        flow_control = await self._start_flowcontrol()
         await apibootstrap.ensure_api_objects(self.registry, self.catalog)
         await priority.ensure_system_classes(self.registry, self.catalog)
         await self._crd_apiservices.reconcile()
@@ -330,12 +341,7 @@ class APIServer:
                 clock=cfg.clock,
                 audit=self._audit(),
                 dashboard=dashboard_assets.Assets() if cfg.dashboard else None,
-                limits=Limits(
-                    read_only=cfg.max_requests_inflight,
-                    mutating=cfg.max_mutating_requests_inflight,
-                    queue_length=cfg.max_queued_requests_per_user,
-                    wait_timeout=cfg.queue_wait_timeout,
-                ),
+                flow_control=flow_control,
             ),
             request_factory=_request_factory,
             access_log=None,
@@ -370,6 +376,32 @@ class APIServer:
         self._hooks.add("bootstrap-controller")
         kubeconfig.write_admin_kubeconfig(self.pki, self.url, self.kubeconfig_path)
         self._ready = True
+
+    async def _start_flowcontrol(self) -> FlowControl | None:
+        """Load the APF configuration from the cache and keep it current, restore the bootstrap
+        objects, keep the FlowSchemas' Dangling conditions; None when both limits are 0."""
+        assert self.storage is not None and self.registry is not None
+        cfg = self.config
+        server_limit = cfg.max_requests_inflight + cfg.max_mutating_requests_inflight
+        control = FlowControl(max(server_limit, 1), cfg.queue_wait_timeout, cfg.clock)
+        pairs, _ = await self.storage.list_keyed(flowcontrol_config.PREFIX)
+        for key, obj in pairs:
+            control.apply(key, obj)
+
+        def on_event(event: storage.Event) -> None:
+            if event.key.startswith(flowcontrol_config.PREFIX):
+                control.apply(event.key, None if event.type == storage.DELETED else event.object)
+
+        self._unlisten_flowcontrol = self.storage.listen(on_event)
+        self._dangling = flowcontrolconfig.DanglingConditions(self.registry, self.catalog, control, cfg.clock)
+        await flowcontrolconfig.ensure_bootstrap(self.registry, self.catalog)
+        await self._dangling.sync()
+        metrics.DEFAULT.flowcontrol_levels = lambda: [
+            (lv.name, lv.queue_set.executing, lv.queue_set.waiting(), lv.queue_set.limit)
+            for lv in control.levels.values()
+            if lv.queue_set is not None
+        ]
+        return control if server_limit > 0 else None
 
     async def _start_rbac(self, authorizer: authz.Authorizer) -> None:
         """Load the RBAC index from the cache and keep it current, reconcile the bootstrap policy,
@@ -502,6 +534,10 @@ class APIServer:
             self._unlisten_rbac()
         if self._webhooks is not None:
             await self._webhooks.close()
+        if self._unlisten_flowcontrol is not None:
+            self._unlisten_flowcontrol()
+        if self._dangling is not None:
+            await self._dangling.close()
         if self.storage is not None:
             await self.storage.close()
             self.storage = None

@@ -12,8 +12,11 @@ process collector (``process_*``). Names, labels, help text and buckets are upst
   of requests in flight since the previous scrape (upstream: in the last second), long-running
   requests (watches) excluded;
 - ``apiserver_flowcontrol_rejected_requests_total`` {flow_schema, priority_level, reason}:
-  requests refused with 429 by the in-flight limits (``filters/inflight``); kplane has no flow
-  schemas, so ``flow_schema`` is empty and ``priority_level`` is the request kind;
+  requests refused with 429 by API Priority and Fairness (``filters/flowcontrol``), and
+  ``apiserver_flowcontrol_dispatched_requests_total`` {flow_schema, priority_level}: those served;
+  per Limited priority level at scrape time ``apiserver_flowcontrol_current_executing_requests``,
+  ``apiserver_flowcontrol_current_inqueue_requests`` and ``apiserver_flowcontrol_nominal_limit_seats``
+  (labelled by ``priority_level`` only: kplane does not split them by schema);
 - ``apiserver_storage_objects`` {resource}: objects held per resource, at scrape time;
 - ``apiserver_watch_events_total`` {group, version, resource}: events sent to watchers;
 - ``etcd_request_duration_seconds`` {operation, type}: latency of the storage backend (kplane's
@@ -109,7 +112,10 @@ class APIMetrics:
         self.inflight = {"readOnly": 0, "mutating": 0}
         self.inflight_peak = {"readOnly": 0, "mutating": 0}
         self.watch_events: dict[tuple[str, str, str], int] = {}
-        self.rejections: dict[tuple[str, str], int] = {}
+        self.rejections: dict[tuple[str, str, str], int] = {}
+        self.dispatches: dict[tuple[str, str], int] = {}
+        self.flowcontrol_levels: Callable[[], list[tuple[str, int, int, int]]] = list
+        """(priority level, executing, waiting, nominal seats) per Limited level, at scrape."""
         self.storage = _Histogram()
         self.object_counts: Callable[[], dict[str, int]] = dict
 
@@ -134,10 +140,15 @@ class APIMetrics:
         if seconds is not None:
             self.durations.observe(labels, seconds)
 
-    def rejected(self, kind: str, reason: str) -> None:
-        """A request of ``kind`` refused by the in-flight limits (``queue-full``, ``time-out``)."""
-        key = (kind, reason)
+    def rejected(self, schema: str, level: str, reason: str) -> None:
+        """A request refused by APF (``queue-full``, ``time-out``, ``concurrency-limit``)."""
+        key = (schema, level, reason)
         self.rejections[key] = self.rejections.get(key, 0) + 1
+
+    def dispatched(self, schema: str, level: str) -> None:
+        """A request APF let through."""
+        key = (schema, level)
+        self.dispatches[key] = self.dispatches.get(key, 0) + 1
 
     def watch_event(self, group: str, version: str, resource: str) -> None:
         key = (group, version, resource)
@@ -147,6 +158,32 @@ class APIMetrics:
         self.storage.observe((operation, type_), seconds)
 
     # -- rendering ---------------------------------------------------------------------------------
+
+    def _level_gauges(self) -> Iterator[Any]:
+        executing = GaugeMetricFamily(
+            "apiserver_flowcontrol_current_executing_requests",
+            "[BETA] Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution "
+            "stage in the API Priority and Fairness subsystem",
+            labels=("priority_level",),
+        )
+        waiting = GaugeMetricFamily(
+            "apiserver_flowcontrol_current_inqueue_requests",
+            "[BETA] Number of requests currently pending in queues of the API Priority and Fairness "
+            "subsystem",
+            labels=("priority_level",),
+        )
+        seats = GaugeMetricFamily(
+            "apiserver_flowcontrol_nominal_limit_seats",
+            "[BETA] Nominal number of execution seats configured for each priority level",
+            labels=("priority_level",),
+        )
+        for level, running, queued, nominal in sorted(self.flowcontrol_levels()):
+            executing.add_metric([level], running)
+            waiting.add_metric([level], queued)
+            seats.add_metric([level], nominal)
+        yield executing
+        yield waiting
+        yield seats
 
     def collect(self) -> Iterator[Any]:
         """The metric families (``prometheus_client`` collector protocol)."""
@@ -175,9 +212,18 @@ class APIMetrics:
             "[BETA] Number of requests rejected by API Priority and Fairness subsystem",
             labels=("flow_schema", "priority_level", "reason"),
         )
-        for (kind, reason), count in sorted(self.rejections.items()):
-            rejected.add_metric(["", kind, reason], count)
+        for labels, count in sorted(self.rejections.items()):
+            rejected.add_metric(list(labels), count)
         yield rejected
+        dispatched = CounterMetricFamily(
+            "apiserver_flowcontrol_dispatched_requests",
+            "[BETA] Number of requests executed by API Priority and Fairness subsystem",
+            labels=("flow_schema", "priority_level"),
+        )
+        for pair, count in sorted(self.dispatches.items()):
+            dispatched.add_metric(list(pair), count)
+        yield dispatched
+        yield from self._level_gauges()
         stored = GaugeMetricFamily(
             "apiserver_storage_objects",
             "[STABLE] Number of stored objects at the time of last check split by kind. In case of a "

@@ -12,12 +12,13 @@ from kplane.server.endpoints import metrics as metrics_mod
 from kplane.server.filters.authentication import authentication
 from kplane.server.filters.authorization import authorization
 from kplane.server.filters.dashboard import dashboard as dashboard_filter
+from kplane.server.filters.flowcontrol import priority_and_fairness
 from kplane.server.filters.impersonation import impersonation
-from kplane.server.filters.inflight import Limits, max_in_flight
 from kplane.server.filters.metrics import metrics
 from kplane.server.filters.recovery import recovery
 from kplane.server.filters.requestinfo import request_info
 from kplane.server.filters.types import Filter, Handler
+from kplane.server.flowcontrol.config import FlowControl
 
 
 def filters(
@@ -28,15 +29,15 @@ def filters(
     rules_for: authz.RulesFor = authz.all_rules,
     sink: metrics_mod.APIMetrics = metrics_mod.DEFAULT,
     clock: Clock | None = None,
-    limits: Limits | None = None,
+    flow_control: FlowControl | None = None,
     audit: Filter | None = None,
     dashboard: assets.Assets | None = None,
 ) -> list[Filter]:
     """Outermost first: recovery -> dashboard (its public files, when ``dashboard`` is given:
     ``filters.dashboard``) -> request info -> metrics -> authentication -> audit (when
     given: ``filters.audit``) -> impersonation ->
-    max in flight (``limits``, default upstream's 400/200) -> authorization -> ``extra`` (upstream's
-    relative order). ``extra`` filters (test hooks such as
+    priority and fairness (``flow_control``; none when not given) -> authorization -> ``extra``
+    (upstream's relative order). ``extra`` filters (test hooks such as
     fault injection) see only authenticated
     requests, with ``request[INFO_KEY]`` parsed, and their failures still become a Status.
     """
@@ -50,7 +51,7 @@ def filters(
         authentication(authenticator),
         *([audit] if audit is not None else []),
         impersonation(authorizer),
-        max_in_flight(limits or Limits(), clock, sink.rejected),
+        *([priority_and_fairness(flow_control, sink)] if flow_control is not None else []),
         authorization(authorizer, rules_for),
         *extra,
     ]
@@ -65,7 +66,7 @@ def build(
     rules_for: authz.RulesFor = authz.all_rules,
     sink: metrics_mod.APIMetrics = metrics_mod.DEFAULT,
     clock: Clock | None = None,
-    limits: Limits | None = None,
+    flow_control: FlowControl | None = None,
     audit: Filter | None = None,
     dashboard: assets.Assets | None = None,
 ) -> Handler:
@@ -78,7 +79,7 @@ def build(
             rules_for=rules_for,
             sink=sink,
             clock=clock,
-            limits=limits,
+            flow_control=flow_control,
             audit=audit,
             dashboard=dashboard,
         )

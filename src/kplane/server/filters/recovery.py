@@ -1,6 +1,7 @@
 """Outermost filter: every failure becomes a Kubernetes ``Status``, never an HTML page or a traceback.
 
-API errors keep their code; aiohttp's own HTTP errors (body too large, bad request line) map to the
+API errors keep their code; headers inner filters asked for (``RESPONSE_HEADERS``) are added to
+any answer not yet sent; aiohttp's own HTTP errors (body too large, bad request line) map to the
 matching Status; anything unexpected is logged with its traceback and answered 500 InternalError.
 """
 
@@ -15,7 +16,7 @@ from kplane.api import errors
 from kplane.server import storage
 from kplane.server.endpoints import negotiation
 from kplane.server.endpoints.scope import status_response
-from kplane.server.filters.types import Handler
+from kplane.server.filters.types import RESPONSE_HEADERS, Handler
 from kplane.server.registry import objects
 
 log = logging.getLogger("kplane.server")
@@ -35,6 +36,14 @@ _UNSAFE_HEADER = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 
 
 async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+    resp = await _recover(request, handler)
+    extra = request.get(RESPONSE_HEADERS)
+    if extra and not resp.prepared:
+        resp.headers.update(extra)
+    return resp
+
+
+async def _recover(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
     try:
         resp = await handler(request)
     except errors.APIError as err:

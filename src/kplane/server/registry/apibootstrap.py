@@ -1,18 +1,16 @@
 """Objects kube-apiserver keeps about its own API: one local APIService per served group-version
-(built-in or defined by CRDs), and the mandatory API Priority and Fairness configuration.
+(built-in or defined by CRDs). (The API Priority and Fairness configuration: ``flowcontrolconfig``.)
 
-Both are created at start when missing and never overwritten (a restart keeps what users changed,
+They are created at start when missing and never overwritten (a restart keeps what users changed,
 except that a deleted one comes back). APIService priorities are upstream's table
-(``pkg/controlplane/apiserver/aggregator.go`` and ``pkg/controlplane/apis/...``, 1.32); the
-flowcontrol objects are upstream's mandatory ``exempt`` and ``catch-all`` FlowSchemas and
-PriorityLevelConfigurations (``apiserver/pkg/apis/flowcontrol/bootstrap/default.go``). The
-suggested (non-mandatory) configuration is not created.
+(``pkg/controlplane/apiserver/aggregator.go`` and ``pkg/controlplane/apis/...``, 1.32).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from typing import Any
 
 from kplane.api import errors
@@ -45,20 +43,6 @@ PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
     ("discovery.k8s.io", "v1"): (16200, 15),
     ("flowcontrol.apiserver.k8s.io", "v1"): (16100, 21),
 }
-
-_EVERYTHING_RESOURCE = {
-    "verbs": ["*"],
-    "apiGroups": ["*"],
-    "resources": ["*"],
-    "clusterScope": True,
-    "namespaces": ["*"],
-}
-_EVERYTHING_NON_RESOURCE = {"verbs": ["*"], "nonResourceURLs": ["*"]}
-_AUTOUPDATE = {"apf.kubernetes.io/autoupdate-spec": "true"}
-
-
-def _group(name: str) -> Object:
-    return {"kind": "Group", "group": {"name": name}}
 
 
 def _apiservice(group: str, version: str, priorities: tuple[int, int], automanaged: str) -> Object:
@@ -164,102 +148,28 @@ class CRDAPIServices:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
-def mandatory_flowcontrol() -> list[tuple[str, Object]]:
-    """Upstream's mandatory APF objects, as (plural, object) pairs."""
-    meta = {"annotations": _AUTOUPDATE}
-    api = "flowcontrol.apiserver.k8s.io/v1"
-    return [
-        (
-            "prioritylevelconfigurations",
-            {
-                "apiVersion": api,
-                "kind": "PriorityLevelConfiguration",
-                "metadata": {"name": "exempt", **meta},
-                "spec": {"type": "Exempt", "exempt": {"nominalConcurrencyShares": 0, "lendablePercent": 0}},
-            },
-        ),
-        (
-            "prioritylevelconfigurations",
-            {
-                "apiVersion": api,
-                "kind": "PriorityLevelConfiguration",
-                "metadata": {"name": "catch-all", **meta},
-                "spec": {
-                    "type": "Limited",
-                    "limited": {
-                        "nominalConcurrencyShares": 5,
-                        "lendablePercent": 0,
-                        "limitResponse": {"type": "Reject"},
-                    },
-                },
-            },
-        ),
-        (
-            "flowschemas",
-            {
-                "apiVersion": api,
-                "kind": "FlowSchema",
-                "metadata": {"name": "exempt", **meta},
-                "spec": {
-                    "priorityLevelConfiguration": {"name": "exempt"},
-                    "matchingPrecedence": 1,
-                    "rules": [
-                        {
-                            "subjects": [_group("system:masters")],
-                            "resourceRules": [_EVERYTHING_RESOURCE],
-                            "nonResourceRules": [_EVERYTHING_NON_RESOURCE],
-                        }
-                    ],
-                },
-            },
-        ),
-        (
-            "flowschemas",
-            {
-                "apiVersion": api,
-                "kind": "FlowSchema",
-                "metadata": {"name": "catch-all", **meta},
-                "spec": {
-                    "priorityLevelConfiguration": {"name": "catch-all"},
-                    "matchingPrecedence": 10000,
-                    "distinguisherMethod": {"type": "ByUser"},
-                    "rules": [
-                        {
-                            "subjects": [_group("system:unauthenticated"), _group("system:authenticated")],
-                            "resourceRules": [_EVERYTHING_RESOURCE],
-                            "nonResourceRules": [_EVERYTHING_NON_RESOURCE],
-                        }
-                    ],
-                },
-            },
-        ),
-    ]
+async def get_or_create(registry: Registry, record: ResourceRecord, wanted: Object) -> Object | None:
+    """The cluster-scoped object named as ``wanted`` if it exists; else ``wanted`` (a copy) is
+    created and None returned (also when a concurrent writer created it first)."""
+    try:
+        return await registry.get(record, "", wanted["metadata"]["name"])
+    except errors.NotFound:
+        pass
+    with contextlib.suppress(errors.AlreadyExists):
+        await registry.create(record, "", copy.deepcopy(wanted))
+    return None
 
 
 async def _ensure(registry: Registry, record: ResourceRecord, obj: Object) -> None:
-    name = obj["metadata"]["name"]
-    try:
-        await registry.get(record, "", name)
-        return
-    except errors.NotFound:
-        pass
-    try:
-        await registry.create(record, "", obj)
-    except errors.AlreadyExists:
-        pass
+    await get_or_create(registry, record, obj)
 
 
 async def ensure_api_objects(registry: Registry, catalog: Catalog) -> None:
-    """Create every missing local APIService and mandatory flowcontrol object (concurrently, so
-    that a first start commits them together)."""
-    todo: list[tuple[ResourceRecord, Object]] = []
+    """Create every missing local APIService (concurrently, so that a first start commits them
+    together)."""
     apiservices = catalog.lookup("apiregistration.k8s.io", "v1", "apiservices")
     if apiservices is not None:
-        todo.extend((apiservices, obj) for obj in local_apiservices(catalog))
+        todo = [(apiservices, obj) for obj in local_apiservices(catalog)]
         if catalog.lookup("metrics.k8s.io", "v1beta1", "pods") is not None:
             todo.append((apiservices, metrics_apiservice()))
-    for plural, obj in mandatory_flowcontrol():
-        record = catalog.lookup("flowcontrol.apiserver.k8s.io", "v1", plural)
-        if record is not None:
-            todo.append((record, obj))
-    await asyncio.gather(*(_ensure(registry, record, obj) for record, obj in todo))
+        await asyncio.gather(*(_ensure(registry, record, obj) for record, obj in todo))

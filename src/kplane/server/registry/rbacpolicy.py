@@ -22,6 +22,7 @@ from typing import Any
 from kplane.api import errors, labels
 from kplane.api.catalog import Catalog
 from kplane.server.auth import rbac_policy, rbac_rules
+from kplane.server.registry.apibootstrap import get_or_create
 from kplane.server.registry.store import Registry
 
 log = logging.getLogger("kplane.server.rbac")
@@ -75,11 +76,8 @@ async def reconcile_bootstrap(registry: Registry, catalog: Catalog) -> None:
         assert record is not None
         for wanted in objs:
             name = wanted["metadata"]["name"]
-            try:
-                current = await registry.get(record, "", name)
-            except errors.NotFound:
-                with contextlib.suppress(errors.AlreadyExists):
-                    await registry.create(record, "", copy.deepcopy(wanted))
+            current = await get_or_create(registry, record, wanted)
+            if current is None:
                 continue
             annotations = current.get("metadata", {}).get("annotations") or {}
             if annotations.get(rbac_policy.AUTOUPDATE) == "false":
