@@ -153,3 +153,69 @@ def test_beyond_retention_is_gone(tmp_path: Path) -> None:
         assert "(Expired)" in res.stderr
     finally:
         srv.stop()
+
+
+def _kplane(srv: Server, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kplane.cli.main", *args, "--kubeconfig", str(srv.kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_kplane_history_lists_revisions_with_writers(edited: tuple[Server, list[dict[str, Any]]]) -> None:
+    """``kplane history deploy/web -n hist`` (short name through discovery) prints the six revisions
+    with their time, operation, user and field manager."""
+    srv, items = edited
+    res = _kplane(srv, "history", "deploy/web", "-n", "hist")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].split() == ["REVISION", "TIME", "OPERATION", "USER", "MANAGERS"]
+    rows = [line.split() for line in lines[1:]]
+    assert [(r[0], r[3], r[4], r[5]) for r in rows] == [
+        (str(items[0]["revision"]), "CREATE", "kplane-admin", "kubectl-create"),
+        (str(items[1]["revision"]), "UPDATE", "bob", "kubectl-set"),
+        (str(items[2]["revision"]), "UPDATE", "kplane-admin", "alice-tool"),
+        (str(items[3]["revision"]), "UPDATE", "bob", "bob-tool"),
+        (str(items[4]["revision"]), "UPDATE", "kplane-admin", "alice-tool"),
+        (str(items[5]["revision"]), "DELETE", "bob", "-"),
+    ]
+
+
+def test_kplane_history_diff_shows_each_change(edited: tuple[Server, list[dict[str, Any]]]) -> None:
+    """``--diff FROM TO`` is a unified YAML diff of the two states; ``--diff`` alone shows every
+    change, each headed by its revision and writer."""
+    srv, items = edited
+    a, b = items[2]["revision"], items[4]["revision"]
+    res = _kplane(srv, "history", "deployment/web", "-n", "hist", "--diff", str(a), str(b))
+    assert res.returncode == 0, res.stderr
+    assert f"--- deployment/web@{a}\n+++ deployment/web@{b}\n" in res.stdout
+    assert "-  replicas: 2\n+  replicas: 4\n" in res.stdout
+    assert "managedFields" not in res.stdout
+    every = _kplane(srv, "history", "deploy/web", "-n", "hist", "--diff")
+    assert every.returncode == 0, every.stderr
+    heads = [line for line in every.stdout.splitlines() if line.startswith("# revision ")]
+    assert [h.split()[3] for h in heads] == ["CREATE", "UPDATE", "UPDATE", "UPDATE", "UPDATE", "DELETE"]
+    assert "-        image: nginx:1\n+        image: nginx:2\n" in every.stdout
+    for replicas in (
+        "-  replicas: 1\n+  replicas: 2\n",
+        "-  replicas: 2\n+  replicas: 3\n",
+        "-  replicas: 3\n+  replicas: 4\n",
+    ):
+        assert replicas in every.stdout
+    assert f"+++ deploy/web@{items[5]['revision']}\n@@ -1," in every.stdout  # the deletion removes it all
+
+
+def test_kplane_history_finds_deleted_objects(edited: tuple[Server, list[dict[str, Any]]]) -> None:
+    """``kplane history --deleted deploy -n hist`` lists the deleted Deployment and who deleted it."""
+    srv, items = edited
+    res = _kplane(srv, "history", "--deleted", "deploy", "-n", "hist")
+    assert res.returncode == 0, res.stderr
+    rows = [line.split() for line in res.stdout.splitlines()]
+    assert rows[0] == ["NAMESPACE", "NAME", "REVISION", "DELETED", "USER"]
+    assert [(r[0], r[1], r[2], r[-1]) for r in rows[1:]] == [
+        ("hist", "web", str(items[5]["revision"]), "bob")
+    ]
+    none = _kplane(srv, "history", "--deleted", "cm", "-n", "hist")
+    assert none.returncode == 0 and none.stdout == "No deleted objects found.\n"

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kplane.cli import compact, create, generate, init, kubeconfig, serve
+from kplane.cli import compact, create, generate, history, init, kubeconfig, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_parser(sub)
     generate.add_parser(sub)
     kubeconfig.add_parser(sub)
+    history.add_parser(sub)
     init.add_parser(sub)
     create.add_parser(sub)
     return parser

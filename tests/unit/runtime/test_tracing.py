@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import urllib.request
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from kplane import runtime, testing
+from kplane.cli import main as cli_main
 from kplane.runtime import tracing
 from tests.e2e import runtime_support as rs
 
@@ -42,7 +44,7 @@ def _settings_to_deployment(manager: runtime.Manager) -> runtime.ReconcileFunc:
 
 
 async def test_a_deployment_revision_is_explained_by_its_reconcile(
-    kplane: testing.ControlPlane, caplog: pytest.LogCaptureFixture
+    kplane: testing.ControlPlane, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """For the revision of a Deployment that a controller wrote on a ConfigMap change, the traces
     hold the reconcile, its trigger (the ConfigMap's event and resourceVersion) and the write."""
@@ -90,13 +92,26 @@ async def test_a_deployment_revision_is_explained_by_its_reconcile(
         url = manager.servers["metrics"].url + f"/debug/kplane/traces?traceID={trace['traceID']}"
         served = json.loads(await _fetch(url))
         assert served["kind"] == "ReconcileTraceList" and served["items"] == [trace]
+        # kplane why: the revision from history beside the reconcile that wrote it.
+        argv = ["why", "deploy/web", "--revision", revision, "--kubeconfig", str(kplane.kubeconfig)]
+        argv += ["--traces", manager.servers["metrics"].url + "/debug/kplane/traces"]
+        assert await asyncio.to_thread(cli_main.main, argv) == 0
+    why = capsys.readouterr().out.splitlines()
+    assert why[0].startswith(f"revision {revision} of Deployment default/web: UPDATE at ")
+    assert why[1].startswith("reconcile of settings for default/settings: Success")
+    assert trace["traceID"] in why[1]
+    cm_rv = cm["metadata"]["resourceVersion"]
+    assert why[2:] == [
+        "  triggered by:",
+        f"    Event ADDED ConfigMap default/settings resourceVersion {cm_rv} (via object)",
+        "  wrote:",
+        f"    patch deployments.apps default/web -> {revision}  <- this revision",
+    ]
     logged = [r for r in caplog.records if r.getMessage() == "copying image nginx:2"]
     assert logged and logged[0].kv["traceID"] == trace["traceID"]  # the reconcile's log lines carry it
 
 
 async def _fetch(url: str) -> bytes:
-    import asyncio
-
     def get() -> bytes:
         with urllib.request.urlopen(url, timeout=10) as resp:
             body: bytes = resp.read()

@@ -220,27 +220,26 @@ def _item(record: ResourceRecord, rev: storage.Revision, obj: Object, before: Ob
 
 def changed_managers(before: Object | None, after: Object) -> list[str]:
     """The managers this write stamped: entries of ``after``'s ``managedFields`` new or with a new
-    ``time``/``operation`` since ``before``; within one second (times are whole seconds), entries
-    whose field set grew. A manager that only lost fields to the writer is not one. Without
-    ``before`` (the first retained state), the managers of the most recent entries."""
+    ``time`` since ``before``; within one second (times are whole seconds), entries whose field
+    set grew, else any that changed. A manager that only lost fields to the writer is named only
+    when no entry says more. Without ``before`` (the first retained state), the managers of the
+    most recent entries."""
     entries = _managed(after)
     if before is None:
         newest = max((str(e.get("time", "")) for e in entries), default="")
         return sorted({str(e.get("manager", "")) for e in entries if str(e.get("time", "")) == newest})
     old = {_identity(e): e for e in _managed(before)}
-    stamped, grew = set(), set()
+    stamped, grew, changed = set(), set(), set()
     for e in entries:
         prior = old.get(_identity(e))
         manager = str(e.get("manager", ""))
-        if (
-            prior is None
-            or prior.get("time") != e.get("time")
-            or prior.get("operation") != e.get("operation")
-        ):
+        if prior is None or prior.get("time") != e.get("time"):
             stamped.add(manager)
         elif len(orjson.dumps(e.get("fieldsV1"))) > len(orjson.dumps(prior.get("fieldsV1"))):
             grew.add(manager)
-    return sorted(stamped or grew)
+        elif prior != e:
+            changed.add(manager)
+    return sorted(stamped or grew or changed)
 
 
 def _identity(entry: Object) -> tuple[str, str, str]:
