@@ -457,3 +457,18 @@ def test_crd_rule_errors(api: Kube, rule: dict[str, Any], field: str, detail: st
     (cause,) = st["details"]["causes"]
     assert cause["field"].endswith(f"x-kubernetes-validations[0].{field}"), st
     assert detail in cause["message"], st
+
+
+def test_cost_exceeded_refused_at_crd_write(api: Kube) -> None:
+    """apiextensions validation.go getCostErrorMessage: a rule quadratic in an unbounded map is
+    refused at CRD write (estimated cost over StaticEstimatedCostLimit, Forbidden on the rule)."""
+    rule = _rule("self.labels.all(k, self.labels.all(j, self.labels[k] == self.labels[j]))")
+    st = assert_status(api.post(CRD_PATH, _crd_with([rule])), 422, "Invalid")
+    field = "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    assert (
+        "FieldValueForbidden",
+        field,
+        "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the "
+        "rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are "
+        "declared)",
+    ) in _causes(st), st

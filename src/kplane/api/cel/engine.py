@@ -140,6 +140,10 @@ class Program:
         """False for an expression run unchecked (see ``Environment.compile``): its result type
         is unknown, so callers must not refuse it for one."""
 
+    def serialize(self) -> bytes:
+        """The checked expression (``cel.expr.CheckedExpr`` in a ``google.protobuf.Any``)."""
+        return bytes(self._expr.serialize())
+
     def eval(self, data: Mapping[str, Any]) -> Any:
         try:
             value = self._expr.eval(data=data)

@@ -28,7 +28,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from kplane.api import errors
-from kplane.api.cel import engine, schematypes
+from kplane.api.cel import cost, engine, schematypes
 
 T = cel.Type
 log = logging.getLogger("kplane.api.cel")
@@ -84,6 +84,10 @@ class Rule:
     field_path: str
     transition: bool
     optional_old: bool
+    static_cost: int = 0
+    """The estimated cost of one evaluation; above ``cost.PER_CALL_LIMIT`` the rule's actual cost
+    is estimated from the object's sizes before it runs."""
+    cost_tree: cost.Node | None = None
 
 
 @dataclass
@@ -105,32 +109,40 @@ class RuleTree:
     def validate(self, obj: Any, old: Any) -> list[errors.FieldError]:
         """Field errors of every failing rule under this node (``obj`` already schema-valid)."""
         out: list[errors.FieldError] = []
-        self._walk(obj, old, old is not None, "", out)
+        budget = [cost.RUNTIME_BUDGET]
+        try:
+            self._walk(obj, old, old is not None, "", out, budget)
+        except _Stop:
+            pass
         return out
 
-    def _walk(self, value: Any, old: Any, has_old: bool, path: str, out: list[errors.FieldError]) -> None:
+    def _walk(
+        self, value: Any, old: Any, has_old: bool, path: str, out: list[errors.FieldError], budget: list[int]
+    ) -> None:
         if value is None:
             return
         if self.rules:
-            self._run(value, old, has_old, path, out)
+            self._run(value, old, has_old, path, out, budget)
         if self.properties and isinstance(value, dict):
             olds: dict[str, Any] = old if has_old and isinstance(old, dict) else _NO_OLD
             for name, sub in self.properties.items():
                 if name in value:
                     child_has = name in olds
-                    sub._walk(value[name], olds.get(name), child_has, _join(path, name), out)
+                    sub._walk(value[name], olds.get(name), child_has, _join(path, name), out, budget)
         if self.additional is not None and isinstance(value, dict):
             olds = old if has_old and isinstance(old, dict) else _NO_OLD
             for key, v in value.items():
-                self.additional._walk(v, olds.get(key), key in olds, f"{path}[{key}]", out)
+                self.additional._walk(v, olds.get(key), key in olds, f"{path}[{key}]", out, budget)
         if self.items is not None and isinstance(value, list):
             by_key = _index_old(old, self.map_keys) if has_old and self.map_keys else {}
             for i, v in enumerate(value):
                 previous = by_key.get(_key_of(v, self.map_keys), _MISSING) if by_key else _MISSING
                 found = previous is not _MISSING
-                self.items._walk(v, previous if found else None, found, f"{path}[{i}]", out)
+                self.items._walk(v, previous if found else None, found, f"{path}[{i}]", out, budget)
 
-    def _run(self, value: Any, old: Any, has_old: bool, path: str, out: list[errors.FieldError]) -> None:
+    def _run(
+        self, value: Any, old: Any, has_old: bool, path: str, out: list[errors.FieldError], budget: list[int]
+    ) -> None:
         visible = _visible(value) if self.root_like else value
         old_visible = _visible(old) if self.root_like and has_old else old
         if self.convert is not None:
@@ -150,6 +162,8 @@ class RuleTree:
                 if rule.optional_old:
                     data[_HAS_OLD] = has_old
             target = (path + rule.field_path).lstrip(".") if rule.field_path else path or "<nil>"
+            if rule.static_cost > cost.PER_CALL_LIMIT and rule.cost_tree is not None:
+                _charge(rule, data, target, self.type_name, out, budget)
             try:
                 ok = rule.program.eval(data)
             except engine.EvalError as exc:
@@ -158,6 +172,48 @@ class RuleTree:
             if ok is True:
                 continue
             out.append(_failure(rule, target, self.type_name, data))
+
+
+class _Stop(Exception):
+    """No further rules run (a cost limit was reached)."""
+
+
+def _charge(
+    rule: Rule,
+    data: dict[str, Any],
+    target: str,
+    type_name: str,
+    out: list[errors.FieldError],
+    budget: list[int],
+) -> None:
+    """The run-time cost limits (apiextensions schema/cel/validation.go): a rule whose estimate
+    over the object's actual sizes passes the per-call limit, or a CR past its total budget, ends
+    validation with upstream's errors. Only rules whose static estimate passes the per-call limit
+    are measured (the others cannot reach it)."""
+    assert rule.cost_tree is not None
+    actual = cost.estimate(rule.cost_tree, cost.value_sizes(data))
+    shown = rule.message or rule.source
+    if actual > cost.PER_CALL_LIMIT:
+        out.append(
+            errors.invalid(
+                target,
+                type_name,
+                "'operation cancelled: actual cost limit exceeded': no further validation rules will be run "
+                f"due to call cost exceeds limit for rule: {shown}",
+            )
+        )
+        raise _Stop
+    budget[0] -= actual
+    if budget[0] < 0:
+        out.append(
+            errors.invalid(
+                target,
+                type_name,
+                "validation failed due to running out of cost budget, no further validation rules will be "
+                "run",
+            )
+        )
+        raise _Stop
 
 
 def _eval_failure(error: str, rule: Rule) -> str:
@@ -237,6 +293,7 @@ class _Envs:
     def __init__(self, stored: frozenset[str] | bool, schema_types: schematypes.SchemaTypes) -> None:
         self.stored = stored
         self.types = schema_types
+        self.costs: list[tuple[str, int]] = []  # (field path, expression cost x cardinality)
 
     def for_source(self, source: str) -> engine.Environment:
         old = self.stored is True or (not isinstance(self.stored, bool) and source in self.stored)
@@ -253,10 +310,32 @@ def compile_rules(
     errs: list[errors.FieldError] = []
     if not _has_rules(schema):
         return errs, None  # the usual CRD: no protobuf types to build
-    tree = _compile_node(
-        schema, path, _Envs(stored, schematypes.SchemaTypes(schema)), errs, root=True, correlatable=True
-    )
+    env = _Envs(stored, schematypes.SchemaTypes(schema))
+    tree = _compile_node(schema, path, env, errs, root=True, correlatable=True, cardinality=1)
+    if stored is not True:
+        errs += _total_cost_errors(env.costs, path)
     return errs, (None if tree is None or tree.empty() else tree)
+
+
+def _total_cost_errors(costs: list[tuple[str, int]], path: str) -> list[errors.FieldError]:
+    """The whole schema's estimated cost against ``StaticEstimatedCRDCostLimit``: the biggest
+    contributors (at least 1 % of the limit, at most 4) are blamed, then the schema."""
+    total = sum(c for _, c in costs)
+    if total <= cost.STATIC_CRD_LIMIT:
+        return []
+    blamed = sorted((c for c in costs if c[1] >= cost.STATIC_CRD_LIMIT // 100), key=lambda c: -c[1])[:4]
+    out = [
+        errors.forbidden(
+            p, "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+        )
+        for p, _ in blamed
+    ]
+    message = cost.exceeds_message(
+        "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+        total,
+        cost.STATIC_CRD_LIMIT,
+    )
+    return [*out, errors.forbidden(path, message)]
 
 
 def _compile_node(
@@ -267,7 +346,10 @@ def _compile_node(
     *,
     root: bool = False,
     correlatable: bool,
+    cardinality: int,
 ) -> RuleTree | None:
+    """``cardinality``: how many values this node may have in one object (the product of the
+    enclosing lists' and maps' sizes), which multiplies its rules' estimated cost."""
     if not isinstance(node, Mapping):
         return None
     kind = node.get("type")
@@ -280,25 +362,41 @@ def _compile_node(
         tree.convert = schematypes.converter(node)
         for i, raw in enumerate(rules):
             rule = _compile_rule(
-                raw, f"{path}.x-kubernetes-validations[{i}]", node, env, errs, path, correlatable
+                raw, f"{path}.x-kubernetes-validations[{i}]", node, env, errs, path, correlatable, cardinality
             )
             if rule is not None:
                 tree.rules.append(rule)
     for name, child in (node.get("properties") or {}).items():
-        sub = _compile_node(child, f"{path}.properties[{name}]", env, errs, correlatable=correlatable)
+        sub = _compile_node(
+            child, f"{path}.properties[{name}]", env, errs, correlatable=correlatable, cardinality=cardinality
+        )
         if sub is not None and not sub.empty():
             tree.properties[name] = sub
     items = node.get("items")
     if isinstance(items, Mapping):
         map_keys = node.get("x-kubernetes-list-map-keys") or ()
         is_map = node.get("x-kubernetes-list-type") == "map"
-        sub = _compile_node(items, f"{path}.items", env, errs, correlatable=correlatable and is_map)
+        sub = _compile_node(
+            items,
+            f"{path}.items",
+            env,
+            errs,
+            correlatable=correlatable and is_map,
+            cardinality=cardinality * cost.cardinality(node),
+        )
         if sub is not None and not sub.empty():
             tree.items = sub
             tree.map_keys = tuple(map_keys) if is_map else ()
     additional = node.get("additionalProperties")
     if isinstance(additional, Mapping):
-        sub = _compile_node(additional, f"{path}.additionalProperties", env, errs, correlatable=correlatable)
+        sub = _compile_node(
+            additional,
+            f"{path}.additionalProperties",
+            env,
+            errs,
+            correlatable=correlatable,
+            cardinality=cardinality * cost.cardinality(node),
+        )
         if sub is not None and not sub.empty():
             tree.additional = sub
     return tree
@@ -312,6 +410,7 @@ def _compile_rule(
     errs: list[errors.FieldError],
     node_path: str,
     correlatable: bool,
+    cardinality: int = 1,
 ) -> Rule | None:
     if not isinstance(raw, Mapping):
         errs.append(errors.invalid(path, raw, "must be an object"))
@@ -369,6 +468,12 @@ def _compile_rule(
     elif program[0].result_type not in ("bool", "dyn"):
         errs.append(errors.invalid(f"{path}.rule", _go_rule(raw), "cel expression must evaluate to a bool"))
         failed = True
+    rule_cost = 0
+    tree: cost.Node | None = None
+    if program is not None:
+        rule_cost, tree = _estimate(
+            program[0], node, env, f"{path}.rule", "estimated rule cost", cardinality, errs
+        )
     message_program = None
     expression = raw.get("messageExpression")
     if expression is not None:
@@ -405,6 +510,15 @@ def _compile_rule(
                 failed = True
             else:
                 message_program = pair[1]
+                _estimate(
+                    pair[0],
+                    node,
+                    env,
+                    f"{path}.messageExpression",
+                    "estimated messageExpression cost",
+                    cardinality,
+                    errs,
+                )
     field_path = raw.get("fieldPath") or ""
     if field_path and not _valid_field_path(field_path):
         errs.append(errors.invalid(f"{path}.fieldPath", field_path, "fieldPath must be a valid path"))
@@ -420,7 +534,47 @@ def _compile_rule(
         field_path=field_path,
         transition=transition,
         optional_old=optional_old,
+        static_cost=rule_cost,
+        cost_tree=tree,
     )
+
+
+def _estimate(
+    program: engine.Program,
+    node: Mapping[str, Any],
+    env: _Envs,
+    path: str,
+    description: str,
+    cardinality: int,
+    errs: list[errors.FieldError],
+) -> tuple[int, cost.Node | None]:
+    """The expression's estimated cost (one evaluation) and tree; at CRD write, its cost times the
+    node's cardinality is checked against ``StaticEstimatedCostLimit`` and counted in the schema's
+    total."""
+    try:
+        tree = cost.decode(program.serialize())
+    except (ValueError, IndexError, StopIteration):  # an AST this reader does not know: no estimate
+        return 0, None
+    sizes = cost.schema_sizes({"self": node, "oldSelf": node}, _property_named)
+    one = cost.estimate(tree, sizes)
+    if env.stored is not True:
+        total = one * cardinality
+        if total > cost.STATIC_RULE_LIMIT:
+            errs.append(
+                errors.forbidden(path, cost.exceeds_message(description, total, cost.STATIC_RULE_LIMIT))
+            )
+        env.costs.append((path, total))
+    return one, tree
+
+
+def _property_named(node: Any, cel_name: str) -> str | None:
+    """The property a CEL field name selects (names are escaped: ``a-b`` is ``a__dash__b``)."""
+    props = node.get("properties") if isinstance(node, Mapping) else None
+    if not isinstance(props, Mapping):
+        return None
+    if cel_name in props and schematypes.escape(cel_name) == cel_name:
+        return cel_name
+    return next((k for k in props if schematypes.escape(k) == cel_name), None)
 
 
 def _compile_pair(
