@@ -4,9 +4,9 @@ API: simulated nodes (``nodes``), the scheduler (``scheduler``), the simulated k
 ServiceAccount and ``kube-root-ca.crt`` (``serviceaccounts``), Endpoints and EndpointSlices
 (``endpoints``, ``endpointslices``), Jobs (``jobs``), CronJobs (``cronjobs``), TTL-after-finished
 (``ttlafterfinished``), ReplicaSets and Deployments (``replicaset``, ``deployment``), the garbage
-collector (``garbagecollector``), the namespace controller (``namespaces``) and StatefulSets
-(``statefulset``, revisions in ``history``). ``install`` adds them to a manager; ``kplane serve``
-runs them in its process over loopback.
+collector (``garbagecollector``), the namespace controller (``namespaces``), StatefulSets
+(``statefulset``) and DaemonSets (``daemonset``), revisions in ``history``. ``install`` adds them to
+a manager; ``kplane serve`` runs them in its process over loopback.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     (the server's pod log directory)."""
     from kplane.controllers import (
         cronjobs,
+        daemonset,
         deployment,
         endpoints,
         endpointslices,
@@ -53,6 +54,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     manager.add(garbagecollector.GarbageCollector(manager))
     await namespaces.NamespaceController(manager).setup()
     await statefulset.StatefulSetController(manager).setup()
+    await daemonset.DaemonSetController(manager).setup()
     manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
     if nodes > 0:
         simulator = nodes_mod.NodeSimulator(manager, nodes)

@@ -52,7 +52,7 @@ class ReplicaSetController:
         return await (
             runtime.Builder(self.manager)
             .for_(workload.REPLICASETS)
-            .watches(workload.PODS, _PodHandler(self))
+            .watches(workload.PODS, workload.PodHandler(self))
             .named("replicaset")
             .with_options(runtime.ControllerOptions(max_concurrent_reconciles=self._workers))
             .complete(self)
@@ -215,46 +215,6 @@ class ReplicaSetController:
             )
         except errors.NotFound:
             pass
-
-
-class _PodHandler:
-    """Pod events: lower the owner's expectations and enqueue the ReplicaSets concerned."""
-
-    def __init__(self, ctrl: ReplicaSetController) -> None:
-        self.ctrl = ctrl
-
-    def create(self, obj: Any, queue: Any) -> None:
-        for req in self.ctrl.owners_of(obj):
-            if meta(obj).get("deletionTimestamp"):
-                self.ctrl.expectations.deleted(str(req), workload.pod_key(obj))
-            elif ownership.controller_of(obj) is not None:
-                self.ctrl.expectations.created(str(req))
-            queue.add(req)
-
-    def update(self, old: Any, new: Any, queue: Any) -> None:
-        if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
-            return
-        reqs = set(self.ctrl.owners_of(new))
-        if meta(new).get("deletionTimestamp") and not meta(old).get("deletionTimestamp"):
-            for req in reqs:
-                self.ctrl.expectations.deleted(str(req), workload.pod_key(new))
-        old_ref, new_ref = ownership.controller_of(old), ownership.controller_of(new)
-        if old_ref != new_ref or meta(old).get("labels") != meta(new).get("labels"):
-            reqs.update(self.ctrl.owners_of(old))
-        for req in reqs:
-            queue.add(req)
-
-    def delete(self, obj: Any, queue: Any) -> None:
-        obj = getattr(obj, "obj", obj)  # a tombstone carries the last known state
-        if not isinstance(obj, dict) or ownership.controller_of(obj) is None:
-            return
-        for req in self.ctrl.owners_of(obj):
-            self.ctrl.expectations.deleted(str(req), workload.pod_key(obj))
-            queue.add(req)
-
-    def generic(self, obj: Any, queue: Any) -> None:
-        for req in self.ctrl.owners_of(obj):
-            queue.add(req)
 
 
 def _with_kind(rs: Object) -> Object:

@@ -90,7 +90,8 @@ def term_matches(term: common.Object, node: common.Object) -> bool:
     )
 
 
-def _affinity_ok(pod: common.Object, node: common.Object) -> bool:
+def affinity_ok(pod: common.Object, node: common.Object) -> bool:
+    """``nodeSelector`` and required node affinity of ``pod`` hold on ``node``."""
     spec = pod.get("spec") or {}
     labels = (node.get("metadata") or {}).get("labels") or {}
     if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
@@ -234,7 +235,7 @@ class Scheduler:
                 return [
                     f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"
                 ], False
-        if not _affinity_ok(pod, node):
+        if not affinity_ok(pod, node):
             return ["node(s) didn't match Pod's node affinity/selector"], False
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         used, count = usage

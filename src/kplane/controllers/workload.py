@@ -13,7 +13,7 @@ import datetime
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -312,3 +312,52 @@ def int_or_percent(value: Any, total: int, *, round_up: bool) -> int:
         return int(text)
     except ValueError:
         return 0
+
+
+class PodOwner(Protocol):
+    """A controller whose pods ``PodHandler`` follows: who owns a pod, and what it expects."""
+
+    expectations: Expectations
+
+    def owners_of(self, pod: Object) -> list[reconcile_mod.Request]: ...
+
+
+class PodHandler:
+    """Pod events: lower the owner's expectations (creates seen, deletes seen) and enqueue the
+    owners concerned (ReplicaSets, DaemonSets)."""
+
+    def __init__(self, ctrl: PodOwner) -> None:
+        self.ctrl = ctrl
+
+    def create(self, obj: Any, queue: Any) -> None:
+        for req in self.ctrl.owners_of(obj):
+            if meta(obj).get("deletionTimestamp"):
+                self.ctrl.expectations.deleted(str(req), pod_key(obj))
+            elif ownership.controller_of(obj) is not None:
+                self.ctrl.expectations.created(str(req))
+            queue.add(req)
+
+    def update(self, old: Any, new: Any, queue: Any) -> None:
+        if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
+            return
+        reqs = set(self.ctrl.owners_of(new))
+        if meta(new).get("deletionTimestamp") and not meta(old).get("deletionTimestamp"):
+            for req in reqs:
+                self.ctrl.expectations.deleted(str(req), pod_key(new))
+        old_ref, new_ref = ownership.controller_of(old), ownership.controller_of(new)
+        if old_ref != new_ref or meta(old).get("labels") != meta(new).get("labels"):
+            reqs.update(self.ctrl.owners_of(old))
+        for req in reqs:
+            queue.add(req)
+
+    def delete(self, obj: Any, queue: Any) -> None:
+        obj = getattr(obj, "obj", obj)  # a tombstone carries the last known state
+        if not isinstance(obj, dict) or ownership.controller_of(obj) is None:
+            return
+        for req in self.ctrl.owners_of(obj):
+            self.ctrl.expectations.deleted(str(req), pod_key(obj))
+            queue.add(req)
+
+    def generic(self, obj: Any, queue: Any) -> None:
+        for req in self.ctrl.owners_of(obj):
+            queue.add(req)

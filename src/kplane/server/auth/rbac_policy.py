@@ -246,6 +246,20 @@ _CONTROLLERS: dict[str, list[Object]] = {
         _r(["get", "list"], ["external.metrics.k8s.io"], ["*"]),
         _EVENTS,
     ],
+    "daemon-set-controller": [
+        _r(["get", "list", "watch"], ["apps", "extensions"], ["daemonsets"]),
+        _r(["update"], ["apps", "extensions"], ["daemonsets/status"]),
+        _r(["update"], ["apps", "extensions"], ["daemonsets/finalizers"]),
+        _r(["list", "watch"], [""], ["nodes"]),
+        _r(["create", "delete", "list", "patch", "watch"], [""], ["pods"]),
+        _r(["create"], [""], ["pods/binding"]),
+        _r(
+            ["create", "delete", "get", "list", "patch", "update", "watch"],
+            ["apps"],
+            ["controllerrevisions"],
+        ),
+        _EVENTS,
+    ],
     "statefulset-controller": [
         _r(["list", "watch"], [""], ["pods"]),
         _r(["get", "list", "watch"], ["apps"], ["statefulsets"]),
