@@ -1,7 +1,7 @@
 // Nodes and pods with their phases, live: a phase tally, the nodes with their pod counts, and
-// the pods (at most MAX_ROWS drawn).
+// the pods (at most MAX_ROWS drawn), of every namespace or of ?ns=.
 
-import { badge, fill, h, routeTo, table } from "./dom.js";
+import { badge, fill, h, routeParams, routeTo, table } from "./dom.js";
 import { LiveList, age } from "./live.js";
 import { MAX_ROWS } from "./resources.js";
 import { byName, summarizer } from "./summary.js";
@@ -9,11 +9,12 @@ import { byName, summarizer } from "./summary.js";
 const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Unknown", "Terminating"];
 
 export function mount(view, { api }) {
+  const { ns = "" } = routeParams();
   const error = h("p", { class: "error", role: "alert" });
   const tally = h("div", { class: "tally", id: "phases" });
   const nodesEl = h("div", { id: "nodes" });
   const podsEl = h("div", { id: "cluster-pods" });
-  fill(view, error, h("h2", {}, "Nodes"), nodesEl, h("h2", {}, "Pods"), tally, podsEl);
+  fill(view, error, h("h2", {}, "Nodes"), nodesEl, h("h2", {}, ns ? `Pods in ${ns}` : "Pods"), tally, podsEl);
   const onError = (err) => (error.textContent = err.message);
 
   const draw = () => {
@@ -63,7 +64,8 @@ export function mount(view, { api }) {
     );
   };
   const nodeList = new LiveList(api, "/api/v1/nodes", { summarize: summarizer("Node"), onChange: draw, onError }).start();
-  const podList = new LiveList(api, "/api/v1/pods", { summarize: summarizer("Pod"), onChange: draw, onError, interval: 500 }).start();
+  const podsPath = ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/pods` : "/api/v1/pods";
+  const podList = new LiveList(api, podsPath, { summarize: summarizer("Pod"), onChange: draw, onError, interval: 500 }).start();
   return () => {
     nodeList.stop();
     podList.stop();

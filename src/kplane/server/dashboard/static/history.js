@@ -5,6 +5,7 @@
 import { hasGroupVersion } from "./discovery.js";
 import { fill, h } from "./dom.js";
 import { diffLines, hunks } from "./diff.js";
+import { writerLink } from "./traces.js";
 import { toYAML } from "./yaml.js";
 
 export const MAX_SEEN = 50;
@@ -36,10 +37,12 @@ export class Revisions {
     this.fetching = null;
     this.again = false;
     this.stopped = false;
+    this.name = "";
   }
 
   /** Decide where revisions come from; res is the discovery entry of the object's resource. */
   async start(res, namespace, name) {
+    this.name = name;
     if (!(await hasGroupVersion(this.api, GROUP, VERSION).catch(() => false)) || this.stopped) return;
     const target = res.group ? `${res.resource}.${res.group}` : res.resource;
     const base = `/apis/${GROUP}/${VERSION}` + (res.namespaced ? `/namespaces/${encodeURIComponent(namespace)}` : "");
@@ -112,7 +115,11 @@ export class Revisions {
     fill(
       this.el,
       h("p", { class: "muted", id: "revision-count", "data-count": list.length }, `${list.length} revision${list.length === 1 ? "" : "s"} ${where}`),
-      h("ol", { class: "revisions" }, list.map((r) => h("li", { "data-rv": r.rv }, r.time ? `${r.label} · ${r.time}` : r.label))),
+      h(
+        "ol",
+        { class: "revisions" },
+        list.map((r) => h("li", { "data-rv": r.rv }, r.time ? `${r.label} · ${r.time} ` : r.label + " ", writerLink(r.rv, this.name))),
+      ),
       h("div", { class: "toolbar" }, "diff ", pick("from"), " → ", pick("to")),
       a === b ? h("p", { class: "muted" }, "Pick two revisions.") : diffView(a.yaml, b.yaml),
     );
