@@ -14,8 +14,9 @@ every pod replaced, 2 x ``--pods`` more pods through the page). Figures, in MiB:
   second while the pods roll in and roll over (no forced GC: what the tab really held);
 * ``heap_after_gc_mib``: JSHeapUsedSize after a forced GC, all pods Ready, after the restart;
 * ``renderer_pss_mib``: the tab's renderer process's proportional set size (``/proc/PID/smaps_rollup``),
-  all of the page's memory (heap, DOM, layout, paint, code), at the same moment
-  (``renderer_pss_empty_mib``: the same on the empty view, before any pod);
+  all of the page's memory (heap, DOM, layout, paint, its share of Chromium's code), at the same
+  moment, and ``renderer_private_mib`` its private part (what the tab alone costs, as Chromium's task
+  manager counts a tab's footprint); ``*_empty_mib``: the same on the empty view, before any pod;
 * ``dom_nodes``, and the seconds until the page showed all pods Ready (``ready_s``, ``restart_ready_s``).
 
 Target: the tab under 100 MiB. The namespace is deleted afterwards unless ``--keep``.
@@ -56,7 +57,9 @@ def deployment(name: str, replicas: int) -> bytes:
     ).encode()
 
 
-async def _call(target: _client.Target, method: str, path: str, body: bytes | None, ok: tuple[int, ...]) -> None:
+async def _call(
+    target: _client.Target, method: str, path: str, body: bytes | None, ok: tuple[int, ...]
+) -> None:
     async with _client.session(target) as http:
         if method == "PATCH":
             headers = {"Content-Type": "application/strategic-merge-patch+json"}
@@ -67,9 +70,9 @@ async def _call(target: _client.Target, method: str, path: str, body: bytes | No
         await _client.request(http, method, target.server + path, body=body, ok=ok)
 
 
-def renderer_pss(driver_pid: int) -> list[int]:
-    """Bytes of PSS of each renderer process under chromedriver's process ``driver_pid``, largest
-    first (the page's; Chromium keeps a spare renderer or two that hold no page)."""
+def renderer_memory(driver_pid: int) -> list[tuple[int, int]]:
+    """(PSS, private) bytes of each renderer process under chromedriver's process ``driver_pid``,
+    largest first (the page's; Chromium keeps a spare renderer that holds no page)."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -89,14 +92,15 @@ def renderer_pss(driver_pid: int) -> list[int]:
     sizes = []
     for pid in below:
         try:
-            cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
-            if b"--type=renderer" not in cmdline:
+            if b"--type=renderer" not in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes():
                 continue
-            for line in pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    sizes.append(int(line.split()[1]) * 1024)
-        except OSError:
+            fields = {}
+            for line in pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+                key, _, value = line.partition(":")
+                fields[key] = int(value.split()[0]) * 1024
+        except (OSError, ValueError, IndexError):
             continue
+        sizes.append((fields.get("Pss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)))
     return sorted(sizes, reverse=True)
 
 
@@ -108,7 +112,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ns = f"dash-mem-{uuid.uuid4().hex[:6]}"
     name = "mem"
     deploy = f"/apis/apps/v1/namespaces/{ns}/deployments"
-    _client.run(_call(target, "POST", "/api/v1/namespaces", b'{"metadata":{"name":"%s"}}' % ns.encode(), (201,)))
+    _client.run(
+        _call(target, "POST", "/api/v1/namespaces", b'{"metadata":{"name":"%s"}}' % ns.encode(), (201,))
+    )
     result: dict[str, Any] = {"pods": args.pods}
     try:
         with browser_mod.Browser() as b:
@@ -121,14 +127,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             b.wait("the pods view", lambda: b.find("#ready-count"))
             result["heap_empty_mib"] = round(b.heap_used() / MIB, 1)
             driver_pid = b.driver.service.process.pid
-            result["renderer_pss_empty_mib"] = round(renderer_pss(driver_pid)[0] / MIB, 1)
+            empty = renderer_memory(driver_pid)[0]
+            result["renderer_pss_empty_mib"] = round(empty[0] / MIB, 1)
+            result["renderer_private_empty_mib"] = round(empty[1] / MIB, 1)
             peak = 0
 
             def ready_in_page() -> tuple[int, int]:
-                """(Ready pods, pod rows) as the page shows them now, read in one script."""
+                """(Ready pods, pods) as the page counts them now, read in one script."""
                 ready, rows = b.script(
                     "const e = document.getElementById('ready-count');"
-                    " return [Number(e.dataset.ready), document.querySelectorAll('#cluster-pods tbody tr').length]"
+                    " return [Number(e.dataset.ready), Number(e.dataset.total)]"
                 )
                 return int(ready), int(rows)
 
@@ -141,19 +149,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     if ready == args.pods and total == args.pods:
                         return round(time.monotonic() - start, 1)
                     time.sleep(1.0)
-                raise SystemExit(f"timed out waiting for {what}: the page shows {ready_in_page()} (ready, total)")
+                raise SystemExit(
+                    f"timed out waiting for {what}: the page shows {ready_in_page()} (ready, total)"
+                )
 
             _client.run(_call(target, "POST", deploy, deployment(name, args.pods), (201,)))
             result["ready_s"] = until_all_ready(f"{args.pods} Ready pods")
-            restart = {"spec": {"template": {"metadata": {"annotations": {"kplane.dev/restartedAt": str(time.time())}}}}}
+            restart = {
+                "spec": {
+                    "template": {"metadata": {"annotations": {"kplane.dev/restartedAt": str(time.time())}}}
+                }
+            }
             _client.run(_call(target, "PATCH", f"{deploy}/{name}", json.dumps(restart).encode(), (200,)))
             time.sleep(2.0)  # the rollout has begun: old pods terminating, new ones coming
             result["restart_ready_s"] = until_all_ready(f"{args.pods} Ready pods after the restart")
             result["heap_peak_mib"] = round(peak / MIB, 1)
             result["heap_after_gc_mib"] = round(b.heap_used() / MIB, 1)
-            renderers = renderer_pss(driver_pid)
-            result["renderer_pss_mib"] = round(renderers[0] / MIB, 1)
-            result["other_renderers_pss_mib"] = [round(n / MIB, 1) for n in renderers[1:]]
+            renderers = renderer_memory(driver_pid)
+            result["renderer_pss_mib"] = round(renderers[0][0] / MIB, 1)
+            result["renderer_private_mib"] = round(renderers[0][1] / MIB, 1)
+            result["other_renderers_pss_mib"] = [round(n / MIB, 1) for n, _ in renderers[1:]]
             metrics = b.metrics()
             result["dom_nodes"] = int(metrics.get("Nodes", 0))
             result["js_event_listeners"] = int(metrics.get("JSEventListeners", 0))
@@ -166,7 +181,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--context", default=None)
     parser.add_argument("--pods", type=int, default=1000)

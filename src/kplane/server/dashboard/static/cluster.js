@@ -1,9 +1,8 @@
 // Nodes and pods with their phases, live: a phase tally, the nodes with their pod counts, and
-// the pods (at most MAX_ROWS drawn), of every namespace or of ?ns=.
+// the pods (a page at a time), of every namespace or of ?ns=.
 
-import { badge, fill, h, routeParams, routeTo, table } from "./dom.js";
+import { badge, fill, h, paged, routeParams, routeTo, table } from "./dom.js";
 import { LiveList, age } from "./live.js";
-import { MAX_ROWS } from "./resources.js";
 import { byName, summarizer } from "./summary.js";
 
 const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Unknown", "Terminating"];
@@ -17,6 +16,7 @@ export function mount(view, { api }) {
   fill(view, error, h("h2", {}, "Nodes"), nodesEl, h("h2", {}, ns ? `Pods in ${ns}` : "Pods"), tally, podsEl);
   const onError = (err) => (error.textContent = err.message);
 
+  const pageState = { page: 0 };
   const draw = () => {
     const pods = [...podList.items.values()];
     const perNode = new Map();
@@ -30,7 +30,7 @@ export function mount(view, { api }) {
     fill(
       tally,
       [...perPhase].map(([phase, n]) => h("span", { class: "tally-item", "data-phase": phase }, badge(phase), " ", String(n))),
-      h("span", { class: "tally-item", id: "ready-count", "data-ready": ready }, badge("Ready"), " ", String(ready), ` of ${pods.length}`),
+      h("span", { class: "tally-item", id: "ready-count", "data-ready": ready, "data-total": pods.length }, badge("Ready"), " ", String(ready), ` of ${pods.length}`),
     );
     const nodes = [...nodeList.items.values()].sort(byName);
     fill(
@@ -46,6 +46,7 @@ export function mount(view, { api }) {
       ),
     );
     pods.sort(byName);
+    const { shown, pager } = paged(pods, pageState, draw);
     fill(
       podsEl,
       table(
@@ -58,9 +59,9 @@ export function mount(view, { api }) {
           ["Node", (p) => p.node],
           ["Age", (p) => age(p.created)],
         ],
-        pods.slice(0, MAX_ROWS),
+        shown,
       ),
-      pods.length > MAX_ROWS ? h("p", { class: "muted" }, `and ${pods.length - MAX_ROWS} more`) : null,
+      pager,
     );
   };
   const nodeList = new LiveList(api, "/api/v1/nodes", { summarize: summarizer("Node"), onChange: draw, onError }).start();

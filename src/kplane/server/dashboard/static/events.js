@@ -1,10 +1,8 @@
 // Events, newest first, live (core v1 Events, every namespace or one).
 
-import { badge, fill, h, routeParams, routeTo, table } from "./dom.js";
+import { badge, fill, h, paged, routeParams, routeTo, table } from "./dom.js";
 import { LiveList, age } from "./live.js";
 import { summarizer } from "./summary.js";
-
-export const MAX_EVENTS = 500; // drawn; the live list keeps summaries only
 
 export function mount(view, { api }) {
   const { ns = "" } = routeParams();
@@ -14,10 +12,12 @@ export function mount(view, { api }) {
   nsInput.addEventListener("change", () => (location.hash = routeTo("events", { ns: nsInput.value.trim() })));
   fill(view, h("div", { class: "toolbar" }, "Namespace ", nsInput), error, rows);
   const path = ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/events` : "/api/v1/events";
+  const pageState = { page: 0 };
   const list = new LiveList(api, path, {
     summarize: summarizer("Event"),
-    onChange: (l) => {
+    onChange: function draw(l) {
       const events = [...l.items.values()].sort((a, b) => String(b.last).localeCompare(String(a.last)));
+      const { shown, pager } = paged(events, pageState, () => draw(l));
       fill(
         rows,
         table(
@@ -30,8 +30,9 @@ export function mount(view, { api }) {
             ["Count", (e) => String(e.count)],
             ["Message", (e) => e.message],
           ],
-          events.slice(0, MAX_EVENTS),
+          shown,
         ),
+        pager,
       );
     },
     onError: (err) => (error.textContent = err.message),

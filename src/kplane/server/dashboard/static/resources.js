@@ -2,11 +2,9 @@
 
 import { resourcePath } from "./api.js";
 import * as discovery from "./discovery.js";
-import { badge, fill, h, routeParams, routeTo, table } from "./dom.js";
+import { badge, fill, h, paged, routeParams, routeTo, table } from "./dom.js";
 import { LiveList, age } from "./live.js";
 import { byName, summarizer } from "./summary.js";
-
-export const MAX_ROWS = 2000; // rows drawn; the count says how many more there are
 
 export function mount(view, { api }) {
   const params = routeParams();
@@ -50,6 +48,7 @@ export function mount(view, { api }) {
     })
     .catch((err) => (error.textContent = err.message));
 
+  const pageState = { page: 0 };
   function render(list, res) {
     error.textContent = "";
     const rows = [...list.items.values()].sort(byName);
@@ -62,12 +61,8 @@ export function mount(view, { api }) {
       ["Age", (r) => age(r.created)],
       ["Version", (r) => r.rv],
     ];
-    const shown = rows.slice(0, MAX_ROWS);
-    fill(
-      body,
-      table(columns, shown, (r) => ({ "data-name": r.name, "data-status": r.status })),
-      rows.length > MAX_ROWS ? h("p", { class: "muted" }, `and ${rows.length - MAX_ROWS} more`) : null,
-    );
+    const { shown, pager } = paged(rows, pageState, () => render(list, res));
+    fill(body, table(columns, shown, (r) => ({ "data-name": r.name, "data-status": r.status })), pager);
   }
 
   return () => lists.forEach((l) => l.stop());
