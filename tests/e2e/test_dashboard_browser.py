@@ -1,5 +1,6 @@
 """The dashboard in headless Chromium against ``kplane serve`` with its controllers: token login,
-a Deployment's pods turning Ready live, its revisions and their diff, controllers' plots, events,
+a Deployment's pods turning Ready live, its revisions and their diff, the reconcile trace of a
+revision, controllers' plots, events,
 and an unauthenticated visit that sees only the login form. No console error at SEVERE level.
 
 Screenshots go to ``$KPLANE_ARTIFACTS_DIR/dashboard`` (default ``.artifacts/dashboard`` in the
@@ -83,7 +84,8 @@ def test_deployment_pods_turn_ready_live_and_history_diff(
     served: Server, browser: browser_mod.Browser
 ) -> None:
     """Signed in with a token (kept in sessionStorage, no cookie), the Deployment's page shows its
-    pods appear and turn Ready without a reload, and the diff of its revisions shows the scale."""
+    pods appear and turn Ready without a reload, the diff of its revisions shows the scale, and a
+    revision the controller wrote leads to its reconcile trace."""
     b = browser
     served.kubectl("create", "deployment", "web", "--image=registry.example/web:1", "--replicas=0")
     _sign_in(b, served.url)
@@ -111,6 +113,22 @@ def test_deployment_pods_turn_ready_live_and_history_diff(
     b.wait("the diff of the scale", lambda: "+   replicas: 3" in b.find(".diff").text)
     assert "-   replicas: 0" in b.find(".diff").text
     b.screenshot(ARTIFACTS / "deployment-history-diff.png")
+
+    # why did it change? a revision the Deployment controller wrote links to the reconcile that
+    # wrote it: its trigger and its write (with that resourceVersion) in the traces view
+    by_controller = b.wait(
+        "a revision written by the controllers",
+        lambda: [li for li in b.find_all("#revisions li[data-rv]") if "(kplane)" in li.text],
+    )
+    rv = by_controller[-1].get_attribute("data-rv")
+    by_controller[-1].find_element("css selector", "a").click()
+    b.wait("the reconcile that wrote it", lambda: b.find("#traces tr[data-controller='deployment']"))
+    row = b.find("#traces tr[data-controller='deployment']")
+    assert "default/web" in row.text and f"→ {rv}" in row.text
+    assert "Deployment default/web" in row.text or "ReplicaSet default/web-" in row.text  # its trigger
+    b.screenshot(ARTIFACTS / "reconcile-trace.png")
+    row.find_element("css selector", "button").click()
+    b.wait("the trace's details", lambda: "traceID:" in b.find("#trace-detail").text)
 
     b.get(served.url + "/dashboard/#/resources?ns=default&r=apps/v1/deployments")
     b.wait(

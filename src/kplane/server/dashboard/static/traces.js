@@ -15,7 +15,7 @@ function when(t) {
 }
 
 function trigger(t) {
-  if (t.type !== "Event") return t.after ? `${t.type} ${t.after}s` : t.type;
+  if (t.type !== "Event") return t.after ? `${t.type} ${t.after.toFixed(1)}s` : t.type;
   const obj = `${t.kind} ${t.namespace ? t.namespace + "/" : ""}${t.name}`;
   return `${t.event} ${obj} @${t.resourceVersion}${t.via && t.via !== "object" ? ` (via ${t.via})` : ""}`;
 }
