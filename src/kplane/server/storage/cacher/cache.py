@@ -291,7 +291,10 @@ class CachedStorage:
         waited = 0.0
         try:
             while not fut.done() and waited < _FRESH_TIMEOUT:
-                if ask is not None:
+                # Ask only after a first step without asking: the events normally arrive by then,
+                # and etcd before 3.4.24 may answer a progress request ahead of events still queued
+                # for the watch (etcd issue 15220), which would make this read stale.
+                if ask is not None and waited:
                     ask()
                 sleeper = asyncio.ensure_future(self._clock.sleep(_PROGRESS_STEP))
                 try:
