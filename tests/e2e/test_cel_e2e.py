@@ -147,6 +147,21 @@ SPEC: dict[str, Any] = {
                 )
             ],
         },
+        "host": {
+            "type": "string",
+            "maxLength": 253,
+            "x-kubernetes-validations": [
+                # apiserver library/format.go: validate gives optional.none() or the validator's
+                # messages (here apimachinery's IsDNS1123Subdomain)
+                _rule(
+                    "!format.dns1123Subdomain().validate(self).hasValue()",
+                    messageExpression=(
+                        "'host: ' + format.dns1123Subdomain().validate(self).value().join('; ')"
+                    ),
+                ),
+                _rule("format.named('uuid').hasValue() && !format.named('nope').hasValue()"),
+            ],
+        },
         "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
     },
 }
@@ -192,6 +207,7 @@ GOOD = {
     "labels": {"app": "web"},
     "tier": "gold",
     "mode": "fast",
+    "host": "api.example.com",
 }
 
 
@@ -306,6 +322,17 @@ def test_valid_object_accepted(api: Kube, gizmos: str) -> None:
                 "FieldValueInvalid",
                 "spec.tier",
                 "Invalid value: \"string\": failed rule: self in ['free', 'gold']",
+            ),
+        ),
+        (
+            {"host": "Bad_Host"},
+            (
+                "FieldValueInvalid",
+                "spec.host",
+                'Invalid value: "string": host: a lowercase RFC 1123 subdomain must consist of lower case '
+                "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
+                "(e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
             ),
         ),
         # reason: FieldValueRequired and fieldPath: the cause is Required at spec.memory

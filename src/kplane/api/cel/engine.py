@@ -32,7 +32,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional
 
-from kplane.api.cel import authz, lists_regex, network, quantity, strings, types
+from kplane.api.cel import authz, formats, lists_regex, network, quantity, strings, types
 
 T = cel.Type
 _ERROR = T.ERROR
@@ -59,6 +59,7 @@ def _functions() -> list[Any]:
         *quantity.quantity_functions(),
         *network.network_functions(),
         *authz.authz_functions(),
+        *formats.format_functions(),
     ]
 
 
@@ -151,7 +152,10 @@ class Program:
             raise EvalError(runtime_message(str(exc))) from None
         if value.type() == _ERROR:
             raise EvalError(runtime_message(str(value.value())))
-        return value.plain_value()
+        try:
+            return value.plain_value()
+        except Exception:  # an optional (the engine cannot hand one to Python)
+            raise EvalError(f"no Python value for a result of type {value.type().name()}") from None
 
 
 class Environment:
@@ -193,17 +197,44 @@ class Environment:
         descriptor pool declaring the message types named in ``variables`` (see ``schematypes``);
         such a program is for checking only, as values must then be messages."""
         env = self._env(variables, pool)
+        text = formats.rewrite(source)
         try:
-            expr = env.compile(source)
+            expr = env.compile(text)
         except Exception as exc:
             message = _clean(str(exc))
+            if text != source:
+                message = _unrewrite(message, source, text)
             if not _only_cross_numeric(message):
                 raise CompileError(message) from None
             # cel-go (with Kubernetes' CrossTypeNumericComparisons) accepts these; cel-cpp's
             # runtime compares across numeric types but its checker has no such overloads.
-            expr = env.compile(source, disable_check=True)
+            expr = env.compile(text, disable_check=True)
             return Program(expr, source, result_type="dyn")
         return Program(expr, source)
+
+
+_ISSUE = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)\n \| [^\n]*\n \| [.]*\^")
+
+
+def _unrewrite(message: str, source: str, text: str) -> str:
+    """Issues of the rewritten ``text`` (``formats.rewrite``) placed in the original ``source``:
+    columns after an inserted lookup move back, and the shown line is the original's."""
+    src_lines, text_lines = source.split("\n"), text.split("\n")
+
+    def one(m: re.Match[str]) -> str:
+        line, col = int(m.group(1)), int(m.group(2))
+        if not 1 <= line <= len(src_lines) or line > len(text_lines):
+            return m.group(0)
+        original, rewritten = src_lines[line - 1], text_lines[line - 1]
+        # walk both lines together; the rewritten one has extra inserts
+        i = j = 0
+        while j < col - 1 and j < len(rewritten):
+            if i < len(original) and original[i] == rewritten[j]:
+                i += 1
+            j += 1
+        return f"ERROR: <input>:{line}:{i + 1}: {m.group(3)}\n | {original}\n | {'.' * i}^"
+
+    return _ISSUE.sub(one, message)
 
 
 _DEFAULT: dict[bool, Environment] = {}

@@ -22,7 +22,8 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-def _parse_url(s: str) -> Any:
+def parse_request_uri(s: str) -> Any:
+    """Go's ``url.ParseRequestURI``: the parts of an absolute URI or absolute path, or None."""
     parts = urlsplit(s)
     if not (parts.scheme or s.startswith("/")) or " " in s:
         return None
@@ -30,7 +31,7 @@ def _parse_url(s: str) -> Any:
 
 
 def _url(s: str) -> Any:
-    if _parse_url(s) is None:
+    if parse_request_uri(s) is None:
         raise ValueError(
             f'URL parse error during conversion from string: parse "{s}": invalid URI for request'
         )
@@ -134,7 +135,7 @@ def network_functions() -> list[Any]:
     return [
         cel.FunctionDecl("url", [cel.Overload("string_to_url", URLT, [S], impl=_url)]),
         cel.FunctionDecl(
-            "isURL", [cel.Overload("is_url_string", B, [S], impl=lambda s: _parse_url(s) is not None)]
+            "isURL", [cel.Overload("is_url_string", B, [S], impl=lambda s: parse_request_uri(s) is not None)]
         ),
         member("getScheme", "url_get_scheme", S, URLT, lambda u: urlsplit(u.value).scheme),
         member("getHost", "url_get_host", S, URLT, _host),

@@ -42,6 +42,7 @@ Quantity = _message_type("kubernetes", "Quantity")
 URL = _message_type("kubernetes", "URL")
 IP = _message_type("net", "IP")
 CIDR = _message_type("net", "CIDR")
+NamedFormat = _message_type("kubernetes", "NamedFormat")  # ``value``: the format's name
 # The authorizer library's values: ``ref`` names the request's authorizer (``authz``).
 _CHECK = (
     ("ref", _INT64),
@@ -66,6 +67,7 @@ QUANTITY = T("kubernetes.Quantity")
 URL_T = T("kubernetes.URL")
 IP_T = T("net.IP")
 CIDR_T = T("net.CIDR")
+NAMED_FORMAT_T = T("kubernetes.NamedFormat")
 AUTHORIZER_T = T("kubernetes.authorization.Authorizer")
 PATH_CHECK_T = T("kubernetes.authorization.PathCheck")
 GROUP_CHECK_T = T("kubernetes.authorization.GroupCheck")
