@@ -49,13 +49,16 @@ CRD: dict[str, Any] = {
 }
 
 
-async def run_kplane(kubeconfig: str, namespace: str, workers: int) -> None:
+async def run_kplane(kubeconfig: str, namespace: str, workers: int, *, traces: int = 1000) -> None:
     from kplane import runtime
     from kplane.client import Config, typed
 
     cfg = dataclasses.replace(Config.from_kubeconfig(kubeconfig), qps=0)
     manager = runtime.Manager(
-        options=runtime.ManagerOptions(namespace=namespace, metrics_bind_address="0"), api=typed.Client(cfg)
+        options=runtime.ManagerOptions(
+            namespace=namespace, metrics_bind_address="0", reconcile_traces=traces
+        ),
+        api=typed.Client(cfg),
     )
 
     async def reconcile(req: runtime.Request) -> None:
@@ -109,5 +112,7 @@ if __name__ == "__main__":
     mode, config_path, ns, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     if mode == "kplane":
         asyncio.run(run_kplane(config_path, ns, n))
+    elif mode == "kplane-untraced":  # reconcile tracing off, to measure what it costs
+        asyncio.run(run_kplane(config_path, ns, n, traces=0))
     else:
         run_kopf(config_path, ns, n)

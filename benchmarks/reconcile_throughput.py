@@ -203,12 +203,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         except errors.AlreadyExists:
             pass
     runs = []
-    for mode, workers in (("kplane", 1), ("kplane", 8), *((("kopf", 0),) if not args.skip_kopf else ())):
+    operators = [("kplane", 1), ("kplane", 8), *((("kopf", 0),) if not args.skip_kopf else ())]
+    if args.operators:
+        operators = [(m, int(w)) for m, _, w in (o.partition(":") for o in args.operators.split(","))]
+    for mode, workers in operators:
         runs.append(
             await one_run(cfg, args.kubeconfig, mode, workers, args.count, args.clients, args.latency_samples)
         )
     kopf = next((r for r in runs if r["operator"] == "kopf"), None)
-    best = max(r["objects_per_s"] for r in runs if r["operator"] == "kplane")
+    best = max((r["objects_per_s"] for r in runs if r["operator"] == "kplane"), default=0.0)
     return {
         "benchmark": "reconcile_throughput",
         "runs": runs,
@@ -223,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--latency-samples", type=int, default=50)
     parser.add_argument("--skip-kopf", action="store_true")
+    parser.add_argument(
+        "--operators",
+        default="",
+        help="MODE:WORKERS,... instead of kplane:1,kplane:8,kopf:0 (modes: kplane, kplane-untraced, kopf)",
+    )
     args = parser.parse_args(argv)
     print(json.dumps(asyncio.run(run(args))))
     return 0

@@ -136,6 +136,11 @@ def add_parser(sub: Any) -> None:
         f" (default {DEFAULT_RETENTION}; count defaults to 10000)",
     )
     p.add_argument(
+        "--no-object-history",
+        action="store_true",
+        help="record no writer or time per write and keep 5 minutes of history (only to measure their cost)",
+    )
+    p.add_argument(
         "--watch-bookmark-interval",
         type=float,
         default=60.0,
@@ -296,6 +301,7 @@ def run(args: argparse.Namespace) -> int:
         history_window=args.history_window,
         history_retention_seconds=args.history_retention[0],
         history_retention_revisions=args.history_retention[1],
+        object_history=not args.no_object_history,
         watch_bookmark_interval=args.watch_bookmark_interval,
         schema_validation=not args.no_schema_validation,
         enable_admission_plugins=args.enable_admission_plugins,

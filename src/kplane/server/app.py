@@ -138,6 +138,9 @@ class ServerConfig:
     history_retention_revisions: int = 10_000
     """Object history the SQLite store keeps (``--history-retention``): a past revision is compacted
     only once it is older than the seconds and more than this many revisions behind."""
+    object_history: bool = True
+    """False only to measure what history costs: writes record no user and no time, and the store
+    keeps 5 minutes (``history_retention_*`` ignored), as before history was kept."""
     kubeconfig_path: Path | None = None
     schema_validation: bool = True  # False only to measure what validation costs
     enable_admission_plugins: str = ""
@@ -236,8 +239,9 @@ class APIServer:
 
             backend = SQLiteStorage(
                 str(cfg.data_dir / "state.db"),
-                history_window=cfg.history_retention_revisions,
-                history_seconds=cfg.history_retention_seconds,
+                history_window=cfg.history_retention_revisions if cfg.object_history else cfg.history_window,
+                history_seconds=cfg.history_retention_seconds if cfg.object_history else 300.0,
+                record_writes=cfg.object_history,
                 clock=cfg.clock,
             )
         if cfg.encryption_provider_config is not None:
@@ -340,6 +344,7 @@ class APIServer:
                 rules_for=authz.all_rules if cfg.authorization_mode == "AlwaysAllow" else self.rbac.rules_for,
                 clock=cfg.clock,
                 audit=self._audit(),
+                record_writer=cfg.object_history,
                 dashboard=dashboard_assets.Assets() if cfg.dashboard else None,
                 flow_control=flow_control,
             ),

@@ -32,6 +32,7 @@ def filters(
     flow_control: FlowControl | None = None,
     audit: Filter | None = None,
     dashboard: assets.Assets | None = None,
+    record_writer: bool = True,
 ) -> list[Filter]:
     """Outermost first: recovery -> dashboard (its public files, when ``dashboard`` is given:
     ``filters.dashboard``) -> request info -> metrics -> authentication -> audit (when
@@ -52,7 +53,7 @@ def filters(
         *([audit] if audit is not None else []),
         impersonation(authorizer),
         *([priority_and_fairness(flow_control, sink)] if flow_control is not None else []),
-        authorization(authorizer, rules_for),
+        authorization(authorizer, rules_for, record_writer=record_writer),
         *extra,
     ]
 
@@ -69,6 +70,7 @@ def build(
     flow_control: FlowControl | None = None,
     audit: Filter | None = None,
     dashboard: assets.Assets | None = None,
+    record_writer: bool = True,
 ) -> Handler:
     """``handler`` wrapped in every filter, so a request passes them in list order."""
     for f in reversed(
@@ -82,6 +84,7 @@ def build(
             flow_control=flow_control,
             audit=audit,
             dashboard=dashboard,
+            record_writer=record_writer,
         )
     ):
         handler = functools.partial(f, handler=handler)

@@ -9,7 +9,9 @@ the log (``queries.history``), newer ones from the live stream.
 Reads use their own connections (WAL lets them run beside the writer): point reads run inline on
 the event loop (an indexed lookup costs a few microseconds, less than a thread hop), snapshots and
 history run on one reader thread. Compaction runs in the background every ``compaction_interval``
-seconds and keeps at least ``history_window`` revisions and ``history_seconds`` of history.
+seconds and keeps at least ``history_window`` revisions and ``history_seconds`` of history. Each
+row records its commit time and ``interface.WRITER`` (not with ``record_writes=False``, which only
+measures what that costs).
 
 A full disk is etcd's NOSPACE alarm: the first write that fails for lack of space (``NoSpace``)
 puts the store in a "full" state (``space.Space``: logged once, its reserve file released), in
@@ -62,6 +64,7 @@ class SQLiteStorage:
         history_seconds: float = 300.0,
         watcher_capacity: int = 10_000,
         reserve_bytes: int = space.RESERVE_BYTES,
+        record_writes: bool = True,
         clock: clock_.Clock | None = None,
     ) -> None:
         self._path = path
@@ -80,7 +83,8 @@ class SQLiteStorage:
             space.unlock(self._lock)
             raise
         now = self._clock.now
-        self._writer = writer.Writer(write_conn, self._deliver, lambda: now().timestamp(), path=path)
+        stamp = (lambda: now().timestamp()) if record_writes else (lambda: 0.0)
+        self._writer = writer.Writer(write_conn, self._deliver, stamp, path=path)
         try:
             self._writer.load()
         except sqlite3.DatabaseError as e:

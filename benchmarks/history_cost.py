@@ -1,0 +1,137 @@
+"""What object history and reconcile tracing cost: creates/s and reconciles/s, on vs off, one run.
+
+    python benchmarks/history_cost.py [--rounds 3] [--duration 5] [--count 1000]
+
+Starts two ``kplane serve --no-controllers`` processes on this machine, one as shipped (history
+recorded: each write's user and time, one hour of retention) and one with ``--no-object-history``,
+and alternates, ``--rounds`` times, ``create_throughput.py`` (ConfigMap creates/s, 16 clients) and
+``reconcile_throughput.py`` (a kplane.runtime operator with 8 workers: traced against the first
+server, ``kplane-untraced`` against the second) between them, so both sides see the same machine
+load. Prints one JSON line: each round's figures, the medians and the cost in percent
+(``(off - on) / off``). kplane-specific by design: it compares two configurations of kplane.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+@contextlib.contextmanager
+def serve(data_dir: Path, *extra: str) -> Iterator[tuple[str, int]]:
+    """A ``kplane serve`` in ``data_dir``: (its kubeconfig, its pid); stopped on exit."""
+    cmd = [sys.executable, "-m", "kplane.cli.main", "serve", "--data-dir", str(data_dir), "--port", "0"]
+    proc = subprocess.Popen(
+        [*cmd, "--no-controllers", *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            m = re.match(r"export KUBECONFIG=(\S+)", line)
+            if m:
+                yield m.group(1), proc.pid
+                return
+        raise RuntimeError("kplane serve did not start")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _json_run(script: str, *args: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, str(HERE / script), *args], capture_output=True, text=True, timeout=900, check=True
+    )
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def creates(kubeconfig: str, pid: int, duration: float) -> float:
+    result = _json_run(
+        "create_throughput.py", "--kubeconfig", kubeconfig, "--duration", str(duration),
+        "--samples", "50", "--server-pid", str(pid),
+    )  # fmt: skip
+    return float(result["creates_per_s"])
+
+
+def reconciles(kubeconfig: str, operator: str, count: int) -> float:
+    result = _json_run(
+        "reconcile_throughput.py", "--kubeconfig", kubeconfig, "--count", str(count),
+        "--latency-samples", "5", "--operators", f"{operator}:8",
+    )  # fmt: skip
+    return float(result["runs"][0]["objects_per_s"])
+
+
+def cost(on: list[float], off: list[float]) -> dict[str, Any]:
+    """Medians of both sides and the cost of ``on`` in percent of ``off``."""
+    m_on, m_off = statistics.median(on), statistics.median(off)
+    return {
+        "on": on,
+        "off": off,
+        "median_on": round(m_on, 1),
+        "median_off": round(m_off, 1),
+        "cost_pct": round(100.0 * (m_off - m_on) / m_off, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds of create load per round")
+    parser.add_argument("--count", type=int, default=1000, help="objects reconciled per round")
+    args = parser.parse_args(argv)
+    create_on: list[float] = []
+    create_off: list[float] = []
+    rec_on: list[float] = []
+    rec_off: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="kplane-history-cost-") as tmp:
+        os.chmod(tmp, 0o700)
+        with (
+            serve(Path(tmp) / "on") as (on_cfg, on_pid),
+            serve(Path(tmp) / "off", "--no-object-history") as (
+                off_cfg,
+                off_pid,
+            ),
+        ):
+            for r in range(args.rounds):
+                # alternate which side goes first, so a drift in machine load does not favour one
+                sides = [(on_cfg, on_pid, True), (off_cfg, off_pid, False)]
+                for cfg, pid, on in sides if r % 2 == 0 else reversed(sides):
+                    (create_on if on else create_off).append(creates(cfg, pid, args.duration))
+                    (rec_on if on else rec_off).append(
+                        reconciles(cfg, "kplane" if on else "kplane-untraced", args.count)
+                    )
+    print(
+        json.dumps(
+            {
+                "benchmark": "history_cost",
+                "creates_per_s": cost(create_on, create_off),
+                "reconciles_per_s": cost(rec_on, rec_off),
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
