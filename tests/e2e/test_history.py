@@ -101,6 +101,12 @@ def test_get_at_an_exact_past_revision(edited: tuple[Server, list[dict[str, Any]
         got = json.loads(srv.kubectl("get", "--raw", path + "&resourceVersionMatch=Exact").stdout)
         assert got["spec"]["replicas"] == item["object"]["spec"]["replicas"]
         assert got["metadata"]["resourceVersion"] == str(item["revision"])
+    # A list at an exact past revision (upstream semantics) sees the then-state too.
+    at = items[2]["revision"]
+    path = f"/apis/apps/v1/namespaces/hist/deployments?resourceVersion={at}&resourceVersionMatch=Exact"
+    listed = json.loads(srv.kubectl("get", "--raw", path).stdout)
+    assert listed["metadata"]["resourceVersion"] == str(at)
+    assert [d["spec"]["replicas"] for d in listed["items"]] == [2]
     before = items[0]["revision"] - 1
     res = srv.kubectl(
         "get", "--raw",
