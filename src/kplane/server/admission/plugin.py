@@ -46,9 +46,20 @@ class Context:
         return found
 
     async def get(self, record: ResourceRecord, namespace: str, name: str) -> Object | None:
-        """The object, or None when it does not exist."""
+        """The object, or None when it does not exist. Read from the cache as it is; a miss is
+        checked again once the cache is in sync with a store shared with other servers (upstream's
+        NamespaceLifecycle does a live lookup on a miss: the object may be newer than the cache)."""
+        key = record.key(namespace, name)
         try:
-            return to_version(record, await self.storage.get(record.key(namespace, name)))
+            return to_version(record, await self.storage.get(key))
+        except storage.KeyNotFound:
+            pass
+        sync = getattr(self.storage, "sync", None)
+        if sync is None:
+            return None
+        await sync()
+        try:
+            return to_version(record, await self.storage.get(key))
         except storage.KeyNotFound:
             return None
 

@@ -160,7 +160,9 @@ async def list_objects(
             revision, start_after = decode_continue(opts.continue_token, prefix)
             if revision == store.current_revision():
                 revision = 0
-        elif rv not in (None, ""):
+        elif rv in (None, ""):
+            await sync(store)
+        else:
             wanted = int(rv)
             if opts.resource_version_match == "Exact":
                 revision = wanted if wanted != store.current_revision() else 0
@@ -178,6 +180,14 @@ async def list_objects(
     except storage.StorageError as err:
         raise storage_error(record, "", err) from None
     return result
+
+
+async def sync(store: storage.Storage) -> None:
+    """For a consistent read (resourceVersion unset): wait until a cache over a store shared with
+    other servers (etcd) has seen the store's current revision; nothing to do otherwise."""
+    waiter = getattr(store, "sync", None)
+    if waiter is not None:
+        await waiter()
 
 
 async def wait_for_revision(store: storage.Storage, wanted: int) -> None:

@@ -108,6 +108,7 @@ class Registry:
 
     async def get(self, record: ResourceRecord, namespace: str, name: str) -> Object:
         try:
+            await listing.sync(self.storage)
             return to_version(record, await self.storage.get(record.key(namespace, name)))
         except storage.StorageError as err:
             raise storage_error(record, name, err) from None

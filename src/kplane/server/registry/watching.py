@@ -25,7 +25,7 @@ from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server import storage
 from kplane.server.registry import selection
-from kplane.server.registry.listing import ListOptions, validate_list_options, wait_for_revision
+from kplane.server.registry.listing import ListOptions, sync, validate_list_options, wait_for_revision
 from kplane.server.registry.objects import storage_error
 
 _log = logging.getLogger(__name__)
@@ -105,6 +105,8 @@ async def watch_objects(
         if initial:
             if rv not in (None, "", "0"):
                 await wait_for_revision(store, int(rv))
+            elif not rv:
+                await sync(store)
             snapshot = await store.list(prefix)
             start = snapshot.revision
         else:

@@ -15,9 +15,11 @@ not reached yet, but the backend has, is waited for; one the backend has not rea
 ``TooLargeRevision``. ``watch`` is served from the window only: older than the window is ``Expired``.
 
 A backend shared with other servers (etcd) has ``fresh_revision()`` (the cluster's revision, read
-linearizably): then ``get`` and ``list`` at the current revision first wait until the cache has
-applied that revision, as upstream's consistent list from the watch cache does, so a write made
-through another server is visible to the next read here. When the writes up to that revision were
+linearizably): then ``sync()`` waits until the cache has applied that revision, as upstream's
+consistent list from the watch cache does, so a write made through another server is visible to the
+next read here. The registry calls it before the reads a client asks to be consistent (GET, and LIST
+or WATCH without a resourceVersion); the server's own lookups (admission) read the cache as it is,
+as upstream's informers do. When the writes up to that revision were
 outside the cache's key space, the backend watch's progress notifications (``request_progress`` /
 ``on_progress``) tell the cache it is up to date. That wait is bounded (3 s, then
 ``TooLargeRevision``, a 504).
@@ -217,8 +219,6 @@ class CachedStorage:
 
     async def get(self, key: str) -> interface.Object:
         self._check_ready()
-        if self._fresh is not None:
-            await self._consistent()
         bucket = self._buckets.get(resource_prefix(key))
         obj = bucket.objects.get(key) if bucket is not None else None
         if obj is None:
@@ -234,8 +234,6 @@ class CachedStorage:
             if revision > backend_rev:
                 raise interface.TooLargeRevision(revision, backend_rev)
             await self.wait_for_revision(revision)
-        elif not revision and self._fresh is not None:
-            await self._consistent()
         if revision and revision < self._rev:
             return await self._backend.list(prefix, revision=revision, start_after=start_after, limit=limit)
         return self._list_current(prefix, start_after, limit)
@@ -279,10 +277,13 @@ class CachedStorage:
         if self._rev < revision:
             raise interface.TooLargeRevision(revision, self._rev)
 
-    async def _consistent(self) -> None:
+    async def sync(self) -> None:
         """Wait until the cache has applied the shared backend's current revision (see the module
-        docstring); asks the backend watch for progress notifications while it waits."""
-        assert self._fresh is not None
+        docstring; at once for a backend of this process only); asks the backend watch for progress
+        notifications while it waits. Raises ``TooLargeRevision`` after 3 s."""
+        self._check_ready()
+        if self._fresh is None:
+            return
         target = await self._fresh()
         if self._rev >= target:
             return
