@@ -4,6 +4,7 @@ security headers, nothing else public, the certificate session probe, controller
 from __future__ import annotations
 
 import ssl
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -114,10 +115,16 @@ def test_session_names_the_certificate_user(served: Server, tmp_path: Path) -> N
 
 
 def test_metrics_include_the_controllers(served: Server) -> None:
-    """kplane serve's /metrics carries its controllers' queue and reconcile families."""
-    status, _, body = _get(served, "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
-    text = body.decode()
-    assert status == 200
+    """kplane serve's /metrics carries its controllers' queue and reconcile families (scraped from
+    the controllers' process every 2 s, so the first ones come a moment after start)."""
+    deadline = time.monotonic() + 30
+    while True:
+        status, _, body = _get(served, "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        text = body.decode()
+        assert status == 200
+        if "controller_runtime_reconcile_time_seconds_bucket" in text or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert 'workqueue_depth{controller="deployment"' in text or 'workqueue_depth{name="deployment"' in text
     assert "controller_runtime_reconcile_time_seconds_bucket" in text
     assert text.count("# TYPE apiserver_request_total ") == 1

@@ -1,66 +1,166 @@
-"""The built-in controllers of ``kplane serve``: one ``runtime.Manager`` in the server's process,
-reaching the server over loopback with the admin kubeconfig, as any client would. The server
-module never imports this one (nor the runtime)."""
+"""The built-in controllers of ``kplane serve``: a ``kplane controllers`` child process reaching the
+server over loopback with the admin kubeconfig, as any client would (upstream's
+kube-controller-manager beside kube-apiserver). The server module never imports this one.
+
+* Lifetime: the child reads nothing from its standard input and stops when that pipe closes, so it
+  dies with the server even when the server is killed; ``stop`` sends SIGTERM, then SIGKILL after
+  ``STOP_GRACE``. A child that exits on its own is started again after a back-off (1 s doubling to
+  30 s, back to 1 s after a minute of good health).
+* On etcd, where several servers may share the state, the child runs with ``--leader-elect``: one
+  replica's controllers work at a time.
+* Metrics and traces: the child serves its controllers' ``/metrics`` and ``/debug/kplane/traces`` on
+  a free loopback port and says which on its first line of output. The metrics are scraped every
+  ``SCRAPE_INTERVAL`` and appended to the server's ``/metrics``; a request for the server's
+  ``/debug/kplane/traces`` (authenticated and authorized there) is relayed to the child.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
-import socket
-import uuid
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+import aiohttp
+import orjson
 
 log = logging.getLogger(__name__)
 
+STOP_GRACE = 5.0
+"""Seconds the child has to stop after SIGTERM before it is killed."""
+SCRAPE_INTERVAL = 2.0
+"""Seconds between two reads of the child's metrics."""
+_MAX_BODY = 8 << 20  # bytes read from one answer of the child
+_NO_TRACES = orjson.dumps({"apiVersion": "kplane.dev/v1alpha1", "kind": "ReconcileTraceList", "items": []})
 
-async def start(server: Any, *, nodes: int) -> asyncio.Task[None]:
-    """Start the controllers against ``server`` (a started ``APIServer``); returns the task that runs
-    them. Their caches sync after this returns: the server is already serving."""
-    from kplane import controllers, runtime
-    from kplane.client import config as config_mod
 
-    config = dataclasses.replace(config_mod.Config.from_kubeconfig(server.kubeconfig_path), qps=0.0)
-    options = runtime.ManagerOptions(metrics_bind_address="0", graceful_shutdown_timeout=2.0)
+@dataclass
+class Controllers:
+    """The running child, the task that supervises it, and its last metrics."""
+
+    argv: list[str]
+    process: asyncio.subprocess.Process | None = None
+    task: asyncio.Task[None] | None = None
+    stopping: bool = False
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    metrics: bytes = b""
+    base_url: str = ""
+    _session: aiohttp.ClientSession | None = None
+
+    def exposition(self) -> bytes:
+        """The child's metrics as last scraped (empty before the first scrape)."""
+        return self.metrics
+
+    async def traces(self, query: Mapping[str, str]) -> bytes:
+        """The child's reconcile traces matching ``query`` (an empty list while it is not up)."""
+        if not self.base_url or self._session is None:
+            return _NO_TRACES
+        try:
+            async with self._session.get(self.base_url + "/debug/kplane/traces", params=dict(query)) as resp:
+                if resp.status == 200:
+                    return await resp.content.read(_MAX_BODY)
+        except (aiohttp.ClientError, TimeoutError):
+            pass
+        return _NO_TRACES
+
+    async def supervise(self) -> None:
+        loop = asyncio.get_running_loop()
+        delay = 1.0
+        timeout = aiohttp.ClientTimeout(total=SCRAPE_INTERVAL * 2)
+        async with aiohttp.ClientSession(timeout=timeout) as self._session:
+            while not self.stopping:
+                began = loop.time()
+                process = self.process = await asyncio.create_subprocess_exec(
+                    *self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None
+                )
+                self.started.set()
+                scraper = loop.create_task(self._scrape(process))
+                code = await process.wait()
+                scraper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await scraper
+                self.metrics, self.base_url = b"", ""
+                if self.stopping:
+                    return
+                if loop.time() - began > 60:
+                    delay = 1.0
+                log.error("built-in controllers exited with %s; starting them again in %.0f s", code, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+
+    async def _scrape(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None and self._session is not None
+        line = (await process.stdout.readline()).decode(errors="replace").strip()
+        # nothing else comes on stdout; keep the pipe drained all the same
+        drain = asyncio.get_running_loop().create_task(_drain(process.stdout))
+        try:
+            if not line.startswith("metrics: "):
+                return
+            self.base_url = line.removeprefix("metrics: ").removesuffix("/metrics")
+            while True:
+                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                    async with self._session.get(self.base_url + "/metrics") as resp:
+                        if resp.status == 200:
+                            self.metrics = await resp.content.read(_MAX_BODY)
+                await asyncio.sleep(SCRAPE_INTERVAL)
+        finally:
+            drain.cancel()
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    while await stream.read(4096):
+        pass
+
+
+async def start(server: Any, *, nodes: int) -> Controllers:
+    """Start the controllers against ``server`` (a started ``APIServer``). Their caches sync after
+    this returns: the server is already serving."""
+    argv = [
+        sys.executable,
+        "-m",
+        "kplane.cli.main",
+        "controllers",
+        "--kubeconfig",
+        str(server.kubeconfig_path),
+        "--nodes",
+        str(nodes),
+        "--pod-logs",
+        str(server.pod_logs_dir),
+        "--stop-on-stdin-close",
+        "--log-level",
+        logging.getLevelName(logging.getLogger().getEffectiveLevel()),
+    ]
     if server.config.storage == "etcd":
-        # Several servers may share the etcd: their controllers take turns through one Lease, as
-        # kube-controller-manager's replicas do (kube-system/kube-controller-manager).
-        options = dataclasses.replace(
-            options,
-            leader_election=True,
-            leader_election_id="kube-controller-manager",
-            leader_election_namespace="kube-system",
-            leader_election_identity=f"{socket.gethostname()}_{server.url}_{uuid.uuid4()}",
-        )
-    manager = runtime.Manager(config, options, clock=server.config.clock)
-    await controllers.install(manager, nodes=nodes, pod_logs=server.pod_logs_dir)
-    # their queue depths and reconcile counts and latencies on the server's /metrics (the dashboard
-    # plots them), since they run in its process and the manager's own /metrics listener is off
-    server.metrics_sources.append(manager.metrics.exposition)
+        argv.append("--leader-elect")
     # a garbage collector runs: deletes may now add the orphan/foregroundDeletion finalizers
     server.registry.gc_finalizers = True
-    if manager.tracer is not None and server.nonresource is not None:
-        server.nonresource.traces = manager.tracer.query  # /debug/kplane/traces, with the API's auth
-
-    async def run() -> None:
-        try:
-            await manager.start()
-        finally:
-            await manager.api.close()
-
-    task = asyncio.get_running_loop().create_task(run())
-    task.add_done_callback(_report)
-    return task
+    controllers = Controllers(argv)
+    server.metrics_sources.append(controllers.exposition)
+    if server.nonresource is not None:
+        server.nonresource.traces = controllers.traces  # /debug/kplane/traces, with the API's auth
+    controllers.task = asyncio.get_running_loop().create_task(controllers.supervise())
+    await controllers.started.wait()
+    return controllers
 
 
-def _report(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("built-in controllers stopped: %s", task.exception())
-
-
-async def stop(task: asyncio.Task[None]) -> None:
+async def stop(controllers: Controllers) -> None:
     """Stop the controllers (before the server stops)."""
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    controllers.stopping = True
+    process = controllers.process
+    if process is not None and process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), STOP_GRACE)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+    if controllers.task is not None:
+        controllers.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await controllers.task

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kplane.cli import compact, create, generate, history, init, kubeconfig, migrate, serve
+from kplane.cli import compact, controllers, create, generate, history, init, kubeconfig, migrate, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,6 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_parser(sub)
     compact.add_parser(sub)
     migrate.add_parser(sub)
+    controllers.add_parser(sub)
     generate.add_parser(sub)
     kubeconfig.add_parser(sub)
     history.add_parser(sub)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kplane._util import gctune
 from kplane.cli import kubeconfig
 from kplane.server import launch
 
@@ -347,6 +348,7 @@ def run(args: argparse.Namespace) -> int:
             from kplane.cli import controlplane
 
             controllers = await controlplane.start(server, nodes=max(0, args.nodes))
+        gctune.tune_for_service()
         await stop.wait()
         if controllers is not None:
             await controlplane.stop(controllers)

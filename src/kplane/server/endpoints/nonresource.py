@@ -9,11 +9,9 @@ generation; this module only negotiates, sets caching headers and answers 304 to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-import orjson
 from aiohttp import web
 
 from kplane.api import errors
@@ -42,9 +40,9 @@ class NonResource:
     """More Prometheus text appended to ``/metrics`` on each scrape (the in-process controllers'
     registry, whose families share no name with the server's)."""
     resource_metrics: resourcemetrics.UsageStore | None = None
-    traces: Callable[[Mapping[str, str]], Any] | None = None
-    """The reconcile traces matching a query, as a JSON-shaped value (set by ``kplane serve`` once
-    its controllers run; the server itself never imports the runtime)."""
+    traces: Callable[[Mapping[str, str]], Awaitable[bytes]] | None = None
+    """The reconcile traces matching a query, as JSON (set by ``kplane serve`` once its controllers
+    run: it relays their process's ``/debug/kplane/traces``; the server never imports the runtime)."""
 
     async def serve(self, request: web.BaseRequest, info: RequestInfo) -> web.StreamResponse:
         parts = info.parts
@@ -64,7 +62,7 @@ class NonResource:
             body = b"".join([self.metrics.render(), *(source() for source in self.metrics_sources)])
             return web.Response(body=body, headers={"Content-Type": metrics_mod.CONTENT_TYPE})
         if parts == ("debug", "kplane", "traces") and self.traces is not None:
-            body = orjson.dumps(self.traces(request.query))
+            body = await self.traces(request.query)
             return web.Response(body=body, headers={"Content-Type": "application/json"})
         if self.issuer_discovery is not None:
             if request.path == "/.well-known/openid-configuration":
