@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kplane.client.models import (
+        admissionregistration_v1,
         apiextensions_v1,
         apiregistration_v1,
         apps_v1,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "admissionregistration_v1",
     "apiextensions_v1",
     "apiregistration_v1",
     "apps_v1",
