@@ -49,6 +49,11 @@ def add_parser(sub: Any) -> None:
         " (kplane serve sets it on etcd, where several servers may share the state)",
     )
     p.add_argument(
+        "--leader-elect-identity",
+        default="",
+        help="this replica's name in the Lease (default HOSTNAME_PID_RANDOM)",
+    )
+    p.add_argument(
         "--stop-on-stdin-close",
         action="store_true",
         help="stop when standard input closes (how `kplane serve` ties this process to its own life)",
@@ -95,7 +100,8 @@ async def _main(args: argparse.Namespace) -> int:
             leader_election=True,
             leader_election_id="kube-controller-manager",
             leader_election_namespace="kube-system",
-            leader_election_identity=f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4()}",
+            leader_election_identity=args.leader_elect_identity
+            or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4()}",
         )
     manager = runtime.Manager(config, options)
     await controllers.install(manager, nodes=max(0, args.nodes), pod_logs=args.pod_logs)

@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import subprocess
 import sys
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,7 +137,8 @@ async def start(server: Any, *, nodes: int) -> Controllers:
         logging.getLevelName(logging.getLogger().getEffectiveLevel()),
     ]
     if server.config.storage == "etcd":
-        argv.append("--leader-elect")
+        identity = f"{socket.gethostname()}_{server.url}_{uuid.uuid4()}"
+        argv += ["--leader-elect", "--leader-elect-identity", identity]
     # a garbage collector runs: deletes may now add the orphan/foregroundDeletion finalizers
     server.registry.gc_finalizers = True
     controllers = Controllers(argv)
