@@ -16,13 +16,14 @@ from tests.e2e import conftest
 from tests.e2e.conftest import Server
 
 TOKEN = "dashboard-test-token"
+NOBODY_TOKEN = "dashboard-nobody-token"  # a user no RBAC rule grants anything but discovery
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     data = tmp_path_factory.mktemp("kplane")
     tokens = data / "tokens.csv"
-    tokens.write_text(f'{TOKEN},dash-admin,1,"system:masters"\n')
+    tokens.write_text(f'{TOKEN},dash-admin,1,"system:masters"\n{NOBODY_TOKEN},dash-nobody,2\n')
     srv = conftest.start_server(data, "--token-file", str(tokens), "--nodes", "1", controllers=True)
     yield srv
     srv.stop()

@@ -17,7 +17,7 @@ import pytest
 
 from kplane.testing import browser as browser_mod
 from tests.e2e.conftest import Server, requires_kubectl
-from tests.e2e.test_dashboard import TOKEN, served
+from tests.e2e.test_dashboard import NOBODY_TOKEN, TOKEN, served
 
 __all__ = ["served"]  # the module-scoped server fixture, shared with test_dashboard
 
@@ -41,14 +41,12 @@ def browser() -> Iterator[browser_mod.Browser]:
         assert not severe, f"console errors: {severe}"
 
 
-def _sign_in(b: browser_mod.Browser, url: str) -> None:
+def _sign_in(b: browser_mod.Browser, url: str, token: str = TOKEN) -> None:
     b.get(url + "/dashboard/")
     b.wait("the login form", lambda: b.find("#login").is_displayed())
-    b.find("#token").send_keys(TOKEN)
+    b.find("#token").send_keys(token)
     b.find("#sign-in").click()
-    b.wait(
-        "the signed-in page", lambda: b.find("#app").is_displayed() and b.find("#whoami").text == "dash-admin"
-    )
+    b.wait("the signed-in page", lambda: b.find("#app").is_displayed() and b.find("#whoami").text != "")
 
 
 def test_unauthenticated_visit_sees_only_the_login_page(served: Server, browser: browser_mod.Browser) -> None:
@@ -169,3 +167,25 @@ def test_sign_out_forgets_the_token(served: Server, browser: browser_mod.Browser
     assert b.script("return sessionStorage.getItem('kplane.token')") is None
     b.get(served.url + "/dashboard/")
     b.wait("the login form after a reload", lambda: b.find("#login").is_displayed())
+
+
+def test_rbac_decides_what_the_page_shows(served: Server, browser: browser_mod.Browser) -> None:
+    """A user RBAC grants nothing signs in (SelfSubjectReview is everyone's) but sees the API's
+    refusals, not data: the page reads with the user's own credentials."""
+    b = browser
+    _sign_in(b, served.url, NOBODY_TOKEN)
+    assert b.find("#whoami").text == "dash-nobody"
+    b.get(served.url + "/dashboard/#/resources?r=apps/v1/deployments")
+    # upstream's RBAC refusal (k8s.io/apiserver endpoints/handlers/responsewriters/errors.go forbidden)
+    b.wait(
+        "the API's refusal",
+        lambda: (
+            'deployments.apps is forbidden: User "dash-nobody" cannot list resource "deployments"'
+            in b.find("#list-error").text
+        ),
+    )
+    assert not b.find_all("tr[data-name]")
+    b.screenshot(ARTIFACTS / "forbidden.png")
+    # the refusals are expected console errors here (403 responses)
+    assert all("403" in e["message"] for e in b.console("SEVERE"))
+    b.logs.clear()

@@ -33,7 +33,7 @@ function reduce(samples) {
 export function mount(view, { api }) {
   const error = h("p", { class: "error", role: "alert" });
   const body = h("div", { id: "controllers" });
-  fill(view, h("p", { class: "muted" }, `From /metrics every ${PERIOD / 1000} s; rates and latencies over each interval.`), error, body);
+  fill(view, h("p", { class: "muted" }, `From /metrics every ${PERIOD / 1000} s; rates and latencies over each interval (when it saw no reconcile, latencies since start).`), error, body);
   const history = []; // [{t, by}] oldest first, at most SAMPLES + 1
   let timer = 0;
   let stopped = false;
@@ -87,7 +87,7 @@ export function mount(view, { api }) {
               ["Queue depth", (r) => h("span", {}, String(r.c.depth), h("br"), sparkline(r.depth, { label: `${r.name} queue depth` }))],
               ["Reconciles/s", (r) => h("span", {}, fmt(last(r.rate), "/s"), h("br"), sparkline(r.rate, { label: `${r.name} reconciles per second` }))],
               ["Mean latency", (r) => h("span", {}, ms(Number.isFinite(last(r.mean)) ? last(r.mean) : r.c.sum / r.c.count), h("br"), sparkline(r.mean, { label: `${r.name} mean latency` }))],
-              ["p99 latency", (r) => h("span", {}, ms(last(r.p99)), h("br"), sparkline(r.p99, { label: `${r.name} p99 latency` }))],
+              ["p99 latency", (r) => h("span", {}, ms(Number.isFinite(last(r.p99)) ? last(r.p99) : quantile(0.99, {}, r.c.buckets)), h("br"), sparkline(r.p99, { label: `${r.name} p99 latency` }))],
               ["Reconciles", (r) => String(r.c.total)],
               ["Errors", (r) => String(r.c.errors)],
             ],

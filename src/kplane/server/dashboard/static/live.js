@@ -4,6 +4,7 @@
 // every `interval` ms, however many events arrive (one render per batch).
 
 export const MAX_OBJECTS = 50000; // beyond this the list is marked truncated and more are ignored
+const MAX_BACKOFF = 30000;
 
 export class LiveList {
   constructor(api, path, { query, summarize, onChange, onError, interval = 250 }) {
@@ -81,8 +82,10 @@ export class LiveList {
       } catch (err) {
         if (signal.aborted) return;
         if (err.status && err.status !== 410) this.onError(err);
+        // refused (401, 403): asking again soon would only be refused again
+        if (err.status === 401 || err.status === 403) backoff = MAX_BACKOFF;
         await sleep(backoff, signal);
-        backoff = Math.min(backoff * 2, 30000);
+        backoff = Math.min(backoff * 2, MAX_BACKOFF);
       }
     }
   }

@@ -13,8 +13,9 @@ export function mount(view, { api }) {
   const kindSelect = h("select", { id: "kind", "aria-label": "Kind" });
   const count = h("span", { class: "muted", id: "count" });
   const body = h("div", { id: "rows" });
-  const error = h("p", { class: "error", role: "alert" });
-  fill(view, h("div", { class: "toolbar" }, nsSelect, kindSelect, count), error, body);
+  const error = h("p", { class: "error", role: "alert", id: "list-error" });
+  const nsError = h("p", { class: "error", role: "alert" });
+  fill(view, h("div", { class: "toolbar" }, nsSelect, kindSelect, count), nsError, error, body);
 
   const go = () => (location.hash = routeTo("resources", { ns: nsSelect.value, r: kindSelect.value }));
   nsSelect.addEventListener("change", go);
@@ -27,7 +28,7 @@ export function mount(view, { api }) {
       const chosen = params.ns || "";
       fill(nsSelect, h("option", { value: "" }, "All namespaces"), names.map((n) => h("option", { value: n, selected: n === chosen }, n)));
     },
-    onError: (err) => (error.textContent = "namespaces: " + err.message),
+    onError: (err) => (nsError.textContent = "namespaces: " + err.message),
   }).start();
   lists.push(namespaces);
 
