@@ -5,8 +5,9 @@ ServiceAccount and ``kube-root-ca.crt`` (``serviceaccounts``), Endpoints and End
 (``endpoints``, ``endpointslices``), Jobs (``jobs``), CronJobs (``cronjobs``), TTL-after-finished
 (``ttlafterfinished``), ReplicaSets and Deployments (``replicaset``, ``deployment``), the garbage
 collector (``garbagecollector``), the namespace controller (``namespaces``), StatefulSets
-(``statefulset``) and DaemonSets (``daemonset``), revisions in ``history``. ``install`` adds them to
-a manager; ``kplane serve`` runs them in its process over loopback.
+(``statefulset``) and DaemonSets (``daemonset``), revisions in ``history``, and the PVC/PV
+protection controllers (``storageprotection``). ``install`` adds them to a manager; ``kplane serve``
+runs them in its process over loopback.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
         scheduler,
         serviceaccounts,
         statefulset,
+        storageprotection,
         ttlafterfinished,
     )
     from kplane.controllers import nodes as nodes_mod
@@ -55,6 +57,8 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     await namespaces.NamespaceController(manager).setup()
     await statefulset.StatefulSetController(manager).setup()
     await daemonset.DaemonSetController(manager).setup()
+    await storageprotection.PVCProtectionController(manager).setup()
+    await storageprotection.PVProtectionController(manager).setup()
     manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
     if nodes > 0:
         simulator = nodes_mod.NodeSimulator(manager, nodes)
