@@ -140,3 +140,16 @@ def test_etcd_down_gives_statuses_then_recovers(tmp_path: Path) -> None:
             assert {"before", "after"} <= names and "during" not in names
         finally:
             srv.stop()
+
+
+def test_history_is_etcds(server: Server) -> None:
+    """On etcd, a GET at an exact past resourceVersion reads etcd's own MVCC history."""
+    api = helpers.Kube.from_kubeconfig(server.kubeconfig, server.data_dir / "e2e-pki")
+    name = helpers.unique("cm")
+    path = f"/api/v1/namespaces/default/configmaps/{name}"
+    first = api.ok("POST", "/api/v1/namespaces/default/configmaps", helpers.configmap(name, data={"v": "1"}))
+    assert api.patch(path, {"data": {"v": "2"}}).status == 200
+    rv = first["metadata"]["resourceVersion"]
+    old = api.ok("GET", path, query={"resourceVersion": rv, "resourceVersionMatch": "Exact"})
+    assert old["data"] == {"v": "1"} and old["metadata"]["resourceVersion"] == rv
+    assert api.ok("GET", path)["data"] == {"v": "2"}

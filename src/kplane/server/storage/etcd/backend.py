@@ -35,6 +35,7 @@ from kplane._util import clock as clock_
 from kplane.server.storage import interface
 from kplane.server.storage.etcd import wire
 from kplane.server.storage.etcd.client import EtcdClient
+from kplane.server.storage.etcd.history import EtcdHistory
 from kplane.server.storage.etcd.watch import EtcdWatch
 
 _log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class EtcdStorage:
         self._idle = asyncio.Event()
         self._idle.set()
         self._closed = False
+        self._history = EtcdHistory(self)
 
     async def start(self) -> None:
         """Learn etcd's current revision (fails with ``StorageError`` if etcd cannot be reached),
@@ -188,6 +190,29 @@ class EtcdStorage:
             raise interface.TooLargeRevision(revision, self._rev) from None
         self.observe(response.header.revision)
         return response
+
+    async def range_at(self, key: str, revision: int) -> builtins.list[wire.KeyValue]:
+        """The value of ``key`` as of ``revision`` (none or one); ``Expired`` once compacted."""
+        self._check_open()
+        if revision < self._compacted:
+            raise interface.Expired(revision, self._compacted)
+        return (await self._range(wire.range_request(self.etcd_key(key), revision=revision), revision)).kvs
+
+    def decode(self, kv: wire.KeyValue) -> interface.Object:
+        """The object stored in ``kv``, stamped with its revision (``StorageError`` if unreadable)."""
+        return self._decode(kv)
+
+    # -- history (the contract's optional History; see ``history``) -----------------------------
+
+    async def revisions(
+        self, where: str, *, deletions_only: bool = False, limit: int = 1000
+    ) -> builtins.list[interface.Revision]:
+        self._check_open()
+        return await self._history.revisions(where, deletions_only=deletions_only, limit=limit)
+
+    async def get_at(self, key: str, revision: int) -> interface.Object:
+        self._check_open()
+        return await self._history.get_at(key, revision)
 
     async def _read_kv(self, key: str) -> wire.KeyValue | None:
         response = await self._range(wire.range_request(self.etcd_key(key)), 0)
