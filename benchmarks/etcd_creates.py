@@ -8,7 +8,9 @@ Without ``--endpoint`` it starts a fresh one-member etcd on loopback (free ports
 1. ``benchmarks/etcd_client.py``: raw puts and ranges through kplane's gRPC client (and the JSON
    gateway), the ceiling any server using that client can reach on this machine;
 2. ``benchmarks/create_throughput.py`` against ``kplane serve --storage etcd://...`` started here
-   (bare API server, no controllers): ConfigMap creates/s with ``--clients`` concurrent clients.
+   (bare API server, no controllers): ConfigMap creates/s with ``--clients`` concurrent clients;
+3. ``benchmarks/watch_latency.py`` with a second replica on the same etcd (``--pki-dir``): creates sent
+   to the second, ADDED events read from a watch on the first (cross-replica delivery latency).
 
 To compare with kube-apiserver, run ``create_throughput.py --kubeconfig`` against it on the same etcd
 (kube-apiserver is not available on the machine these figures were first taken on).
@@ -42,18 +44,9 @@ def _etcd(endpoint: str | None, root: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _kplane(endpoint: str, root: Path) -> Iterator[tuple[Path, int]]:
-    args = [
-        sys.executable,
-        "-m",
-        "kplane.cli.main",
-        "serve",
-        "--data-dir",
-        str(root / "kplane"),
-        "--port",
-        "0",
-    ]
-    args += ["--storage", f"etcd://{endpoint}", "--no-controllers"]
+def _kplane(endpoint: str, root: Path, *extra: str) -> Iterator[tuple[Path, int]]:
+    args = [sys.executable, "-m", "kplane.cli.main", "serve", "--data-dir", str(root), "--port", "0"]
+    args += ["--storage", f"etcd://{endpoint}", "--no-controllers", *extra]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
@@ -74,6 +67,9 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--count", type=int, default=3000, help="raw etcd requests per phase")
+    ap.add_argument(
+        "--objects", type=int, default=300, help="creates timed from one replica to another's watch"
+    )
     args = ap.parse_args()
     env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
     with tempfile.TemporaryDirectory() as tmp, _etcd(args.endpoint, Path(tmp)) as endpoint:
@@ -89,7 +85,7 @@ def main() -> None:
             check=True,
             env=env,
         )
-        with _kplane(endpoint, Path(tmp)) as (kubeconfig, pid):
+        with _kplane(endpoint, Path(tmp) / "r0") as (kubeconfig, pid):
             subprocess.run(
                 [
                     sys.executable,
@@ -106,6 +102,22 @@ def main() -> None:
                 check=True,
                 env=env,
             )
+            pki = str(Path(tmp) / "r0" / "pki")
+            with _kplane(endpoint, Path(tmp) / "r1", "--pki-dir", pki) as (other, _):
+                subprocess.run(
+                    [
+                        sys.executable,
+                        str(HERE / "watch_latency.py"),
+                        "--kubeconfig",
+                        str(kubeconfig),
+                        "--creator-kubeconfig",
+                        str(other),
+                        "--objects",
+                        str(args.objects),
+                    ],
+                    check=True,
+                    env=env,
+                )
 
 
 if __name__ == "__main__":

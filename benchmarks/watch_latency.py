@@ -2,6 +2,9 @@
 
     python benchmarks/watch_latency.py --kubeconfig PATH [--objects 500] [--gap-ms 5 10] [--watchers 1]
 
+``--creator-kubeconfig`` sends the creates to another server (a replica sharing the same etcd and
+credentials), so the figure is the delivery from one server's write to another's watch.
+
 This process opens ``--watchers`` watches on the ConfigMaps of a fresh namespace. A second process
 (so that neither side's event loop delays the other's timestamps) then creates ``--objects``
 ConfigMaps one at a time, each sent a random 5-10 ms after the previous one was answered, and
@@ -146,7 +149,18 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         gap = (args.gap_ms[0] / 1000, args.gap_ms[1] / 1000)
         creator = ctx.Process(
             target=_creator_process,
-            args=((args.kubeconfig, args.context, args.auth, url, args.objects, gap, args.client), send),
+            args=(
+                (
+                    args.creator_kubeconfig or args.kubeconfig,
+                    args.context,
+                    args.auth,
+                    url,
+                    args.objects,
+                    gap,
+                    args.client,
+                ),
+                send,
+            ),
         )
         creator.start()
         loop = asyncio.get_running_loop()
@@ -191,6 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--objects", type=int, default=500)
     parser.add_argument("--gap-ms", type=float, nargs=2, default=[5.0, 10.0], metavar=("MIN", "MAX"))
     parser.add_argument("--watchers", type=int, default=1)
+    parser.add_argument(
+        "--creator-kubeconfig",
+        default=None,
+        help="create through this server instead (another replica on the same etcd: cross-server latency)",
+    )
     parser.add_argument("--client", choices=("raw", "aiohttp"), default="raw", help="how the creator sends")
     args = parser.parse_args(argv)
     print(json.dumps(_client.run(_run(args))), flush=True)
