@@ -115,3 +115,52 @@ def test_feed_refuses_hostile_reports(cluster: Server) -> None:
         "replace", "--raw", path.format("kplane-node-0"), "-f", "-", check=False, input=too_many
     )
     assert res.returncode != 0 and "at most 1000" in res.stderr
+
+
+_BUSY_DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: hot
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: hot}
+  template:
+    metadata:
+      labels: {app: hot}
+      annotations: {kplane.dev/cpu-usage: 250m}
+    spec:
+      containers:
+      - name: app
+        image: nginx
+        resources:
+          requests: {cpu: 100m}
+"""
+
+
+def test_kubectl_autoscale_scales_on_simulated_cpu(cluster: Server) -> None:
+    """kubectl autoscale on a Deployment whose pods use 250% of their request: the HPA scales it
+    up to its max, and kubectl get hpa shows the targets (upstream's printer)."""
+    cluster.kubectl("apply", "-f", "-", input=_BUSY_DEPLOYMENT)
+    cluster.kubectl("autoscale", "deployment", "hot", "--cpu-percent=50", "--min=1", "--max=3")
+
+    def replicas() -> int:
+        out = cluster.kubectl("get", "deployment", "hot", "-o", "jsonpath={.spec.replicas}").stdout
+        return int(out or 0)
+
+    assert _until(lambda: replicas() == 3, timeout=90), replicas()
+
+    def row() -> str:
+        line = cluster.kubectl("get", "hpa", "hot", "--no-headers").stdout
+        cells = line.split()
+        return line if len(cells) > 6 and cells[3] == "250%/50%" and cells[6] == "3" else ""
+
+    shown = _until(row, timeout=60)
+    # NAME REFERENCE TARGETS MINPODS MAXPODS REPLICAS AGE (kubectl 1.32 prints the metric's name)
+    assert shown.split()[:7] == ["hot", "Deployment/hot", "cpu:", "250%/50%", "1", "3", "3"], shown
+    events = cluster.kubectl(
+        "get", "events", "--field-selector", "involvedObject.kind=HorizontalPodAutoscaler", "-o", "json"
+    ).stdout
+    messages = [e["message"] for e in json.loads(events)["items"] if e["reason"] == "SuccessfulRescale"]
+    assert any(m.startswith("New size: ") and "above target" in m for m in messages), messages

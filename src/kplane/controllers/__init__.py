@@ -5,9 +5,10 @@ ServiceAccount and ``kube-root-ca.crt`` (``serviceaccounts``), Endpoints and End
 (``endpoints``, ``endpointslices``), Jobs (``jobs``), CronJobs (``cronjobs``), TTL-after-finished
 (``ttlafterfinished``), ReplicaSets and Deployments (``replicaset``, ``deployment``), the garbage
 collector (``garbagecollector``), the namespace controller (``namespaces``), StatefulSets
-(``statefulset``) and DaemonSets (``daemonset``), revisions in ``history``, and the PVC/PV
-protection controllers (``storageprotection``). ``install`` adds them to a manager; ``kplane serve``
-runs them in its process over loopback.
+(``statefulset``) and DaemonSets (``daemonset``), revisions in ``history``, the PVC/PV
+protection controllers (``storageprotection``), the nodes' resource usage reports
+(``resourceusage``) and the HorizontalPodAutoscaler (``hpa``). ``install`` adds them to a
+manager; ``kplane serve`` runs them in its process over loopback.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
         endpoints,
         endpointslices,
         garbagecollector,
+        hpa,
         jobs,
         kubelet,
         namespaces,
@@ -53,6 +55,7 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
     await scheduler.Scheduler(manager).setup()  # the builder adds each controller to the manager
     await replicaset.ReplicaSetController(manager).setup()
     await deployment.DeploymentController(manager).setup()
+    await hpa.HorizontalPodAutoscalerController(manager).setup()
     manager.add(garbagecollector.GarbageCollector(manager))
     await namespaces.NamespaceController(manager).setup()
     await statefulset.StatefulSetController(manager).setup()

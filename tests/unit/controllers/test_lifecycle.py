@@ -3,36 +3,19 @@ in-process server: crash-loop back-off, graceful deletion, lost nodes and taint 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kplane import controllers, runtime
 from kplane.api import errors
 from kplane.client import dynamic
 from kplane.controllers import common
 from kplane.testing import AutoAdvancingClock, ControlPlane, eventually
+from tests.unit.controllers import _support
 
-
-@contextlib.asynccontextmanager
-async def _cluster(
-    kplane: ControlPlane, clock: AutoAdvancingClock, logs: Path, nodes: int = 2
-) -> AsyncIterator[dynamic.DynamicClient]:
-    assert kplane.config is not None
-    manager = runtime.Manager(kplane.config, runtime.ManagerOptions(metrics_bind_address="0"), clock=clock)
-    await controllers.install(manager, nodes=nodes, pod_logs=logs)
-    task = asyncio.get_running_loop().create_task(manager.start())
-    try:
-        yield manager.api.dynamic
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await manager.api.close()
+_cluster = _support.cluster
 
 
 def _pod(name: str, annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
