@@ -50,6 +50,8 @@ class ResourceRecord:
     ``field_selectors`` lists the fields (besides ``metadata.name`` / ``metadata.namespace``) a
     list or watch may select on. ``tracks_generation``: ``metadata.generation`` starts at 1 and is
     bumped by writes that change anything but metadata and status.
+    ``conversion_webhook``: a CRD's ``spec.conversion.webhook`` when its strategy is ``Webhook``
+    (objects stored at another version are converted by calling it), else None.
     """
 
     group: str
@@ -74,6 +76,7 @@ class ResourceRecord:
     extra_subresources: tuple[str, ...] = ()
     tracks_generation: bool = False
     storage_group: str | None = None
+    conversion_webhook: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def namespaced(self) -> bool:

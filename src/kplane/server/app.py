@@ -55,6 +55,7 @@ from kplane.server.registry import (
     apibootstrap,
     apistrategies,
     bootstrap,
+    converting,
     crds,
     flowcontrolconfig,
     quotas,
@@ -68,7 +69,7 @@ from kplane.server.registry.tokensecrets import TokenSecrets
 from kplane.server.storage.cacher import CachedStorage
 from kplane.server.storage.instrumented import InstrumentedStorage
 from kplane.server.webhooks import client as webhookclient
-from kplane.server.webhooks import resolving
+from kplane.server.webhooks import conversion, resolving
 
 log = logging.getLogger("kplane.server")
 
@@ -281,6 +282,7 @@ class APIServer:
             admission=admission,
             strategies={**apistrategies.table(cfg.clock), **crds.strategies(cfg.clock)},
             schema=SchemaStep(enabled=cfg.schema_validation),
+            conversion=converting.Conversion(conversion.WebhookConverter(self._webhooks)),
         )
         self._namespaces = NamespaceLifecycle(self.registry, self.catalog, cfg.clock)
         await self._namespaces.bootstrap()

@@ -54,7 +54,7 @@ async def list_(scope: Scope) -> web.StreamResponse:
     page = await scope.registry.list_page(scope.record, scope.info.namespace, opts)
     items = page.items
     if converts(scope.record):
-        items = [to_version(scope.record, o) for o in items]
+        items = await scope.registry.conversion.served_list(scope.record, items)
     form = scope.form
     if form.error is not None:
         raise form.error
@@ -144,19 +144,33 @@ async def watch(scope: Scope) -> web.StreamResponse:
     # upstream names the bare media type, Tables included (handlers/watch.go)
     content_type = negotiation.PROTOBUF_WATCH if as_protobuf else negotiation.JSON
     record = scope.record
+    webhook_converted = record.conversion_webhook is not None
     resp = web.StreamResponse(headers={"Content-Type": content_type})
     resp.enable_chunked_encoding()
     await resp.prepare(scope.request)
     try:
         first_row = True
         async for item in events:
+            converted = None
+            if webhook_converted and item.type != "ERROR":
+                try:
+                    converted = await scope.registry.conversion.served(record, item.object)
+                except errors.APIError as err:  # the stream ends with the failure, as an ERROR event
+                    await resp.write(_line("ERROR", dict(err.to_status())))
+                    break
             if as_table and item.type in ("ADDED", "MODIFIED", "DELETED"):
-                obj = to_version(scope.record, item.object)
+                obj = converted or to_version(scope.record, item.object)
                 payload = table.watch_table_event(scope.record, item.type, obj, first=first_row)
                 first_row = False
                 line = negotiation.encode_json(payload)
             else:
-                line = _encode(item, scope.record, protobuf_frames=as_protobuf, metadata_only=metadata_only)
+                line = _encode(
+                    item,
+                    scope.record,
+                    protobuf_frames=as_protobuf,
+                    metadata_only=metadata_only,
+                    converted=converted,
+                )
             # aiohttp waits here for the transport's buffer to drain past its high-water mark, so
             # what is buffered per watcher is bounded: the storage watch's queue, then this.
             writing = True
@@ -176,11 +190,16 @@ def _encode(
     *,
     protobuf_frames: bool = False,
     metadata_only: str = "",
+    converted: Object | None = None,
 ) -> bytes:
     """The event's JSON line or protobuf frame; encoded once per (type, version, encoding, view)
     and shared by every watcher. ``metadata_only`` is a meta.k8s.io version: objects (not errors)
-    go as PartialObjectMetadata of it."""
-    obj = to_version(record, item.object) if item.type != "ERROR" else item.object
+    go as PartialObjectMetadata of it; ``converted``: the object already at ``record``'s version
+    (a conversion webhook's answer)."""
+    if converted is not None:
+        obj = converted
+    else:
+        obj = to_version(record, item.object) if item.type != "ERROR" else item.object
     if metadata_only and item.type != "ERROR":
         obj = partial.of_object(obj, metadata_only)
     encode = _frame if protobuf_frames else _line

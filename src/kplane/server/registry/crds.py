@@ -22,6 +22,7 @@ from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import Catalog, PrinterColumn, ResourceRecord, ScaleSpec
 from kplane.api.gvk import GroupResource
+from kplane.api.validation import apiextensions
 from kplane.server import storage
 from kplane.server.registry import strategy
 from kplane.server.registry.fieldschema import WriteOptions
@@ -66,6 +67,10 @@ def crd_records(crd: Object) -> list[ResourceRecord]:
     storage_version = next((v["name"] for v in spec.get("versions") or [] if v.get("storage")), "")
     versions.sort(key=lambda v: version_priority(v["name"]))
     kind = names.get("kind", "")
+    raw_conversion = spec.get("conversion")
+    conversion: Object = raw_conversion if isinstance(raw_conversion, dict) else {}
+    webhook = conversion.get("webhook") if conversion.get("strategy") == "Webhook" else None
+    webhook = webhook if isinstance(webhook, dict) else None
     records = []
     for i, v in enumerate(versions):
         subs = v.get("subresources") or {}
@@ -112,6 +117,7 @@ def crd_records(crd: Object) -> list[ResourceRecord]:
                 custom=True,
                 preferred=i == 0,
                 tracks_generation=True,
+                conversion_webhook=webhook,
             )
         )
     return records
@@ -174,6 +180,8 @@ def _validate_crd(crd: Object, old: Object | None = None) -> list[errors.FieldEr
         errs.extend(structural)
         if not structural:  # upstream compiles CEL only on schemas without structural errors
             errs.extend(cel.compile_rules(schema, schema_path, stored=_rule_sources(old))[0])
+    old_spec = old.get("spec") if old is not None and isinstance(old.get("spec"), dict) else None
+    errs.extend(apiextensions.conversion(spec, old_spec))
     return errs
 
 

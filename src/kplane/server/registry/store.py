@@ -25,8 +25,9 @@ from kplane.api.catalog import ResourceRecord
 from kplane.api.gvk import GroupResource
 from kplane.server import storage
 from kplane.server.registry import admitting, listing, metatypes, objectmeta, strategy, watching
+from kplane.server.registry.converting import Conversion
 from kplane.server.registry.fieldschema import Requester, SchemaStep, WriteOptions
-from kplane.server.registry.objects import check_type, rfc3339, storage_error, to_storage, to_version
+from kplane.server.registry.objects import check_type, rfc3339, storage_error
 
 Object = dict[str, Any]
 Transform = Callable[[Object], Object]
@@ -83,13 +84,16 @@ class Registry:
         admission: admitting.Admission = admitting.NONE,
         strategies: Mapping[tuple[str, str], strategy.Strategy] | None = None,
         schema: SchemaStep | None = None,
+        conversion: Conversion | None = None,
     ) -> None:
-        """``strategies``: per (group, kind) overrides of ``strategy.for_record``."""
+        """``strategies``: per (group, kind) overrides of ``strategy.for_record``; ``conversion``:
+        how objects change version on the way in and out (pure unless given a webhook converter)."""
         self.storage = store
         self.clock = clock
         self.admission = admission
         self.strategies: dict[tuple[str, str], strategy.Strategy] = dict(strategies or {})
         self.schema = schema or SchemaStep()
+        self.conversion = conversion or Conversion()
         self.after_write: list[AfterWrite] = []
         self.write_guards: list[WriteGuard] = []
         self.gc_finalizers = False
@@ -109,7 +113,7 @@ class Registry:
     async def get(self, record: ResourceRecord, namespace: str, name: str) -> Object:
         try:
             await listing.sync(self.storage)
-            return to_version(record, await self.storage.get(record.key(namespace, name)))
+            return await self.conversion.served(record, await self.storage.get(record.key(namespace, name)))
         except storage.StorageError as err:
             raise storage_error(record, name, err) from None
 
@@ -125,7 +129,7 @@ class Registry:
             raise errors.MethodNotAllowed(str(err)) from None
         except storage.StorageError as err:
             raise storage_error(record, name, err) from None
-        return to_version(record, found)
+        return await self.conversion.served(record, found)
 
     async def list_current(self, record: ResourceRecord) -> list[Object]:
         """Every object of ``record`` now (all namespaces), as stored."""
@@ -240,10 +244,10 @@ class Registry:
                 meta["name"] = objectmeta.generate_name(str(meta["generateName"]))
             try:
                 stored = await self.storage.create(
-                    record.key(namespace, meta["name"]), to_storage(record, obj)
+                    record.key(namespace, meta["name"]), await self.conversion.stored(record, obj)
                 )
                 self._written(record, stored, False)
-                return to_version(record, stored)
+                return await self.conversion.served(record, stored)
             except storage.KeyExists as err:
                 if not generate or attempt == MAX_GENERATE_ATTEMPTS - 1:
                     exc = storage_error(record, meta["name"], err)
@@ -302,7 +306,7 @@ class Registry:
             )
 
         async def step(stored: Object) -> Object:
-            current = to_version(record, stored)
+            current = await self.conversion.served(record, stored)
             del wopts.warnings[kept_warnings:]  # a retried attempt reports its own warnings only
             new = await self._prepare_update(
                 record, strat, namespace, name, transform, current, subresource, attrs_for(current)
@@ -338,15 +342,15 @@ class Registry:
                 raise _DeleteNow(new)
             if wopts.dry_run:
                 raise _DryRun(new)
-            return to_storage(record, new)
+            return await self.conversion.stored(record, new)
 
         for _ in range(16):
             try:
                 stored = await self.storage.guaranteed_update(key, step, preconditions=preconditions)
                 self._written(record, stored, False)
-                return to_version(record, stored)
+                return await self.conversion.served(record, stored)
             except _NoChange as done:
-                return to_version(record, done.obj)
+                return await self.conversion.served(record, done.obj)
             except _DryRun as done:
                 return done.obj
             except _DeleteNow as done:
@@ -360,7 +364,7 @@ class Registry:
                 except storage.StorageError as err:
                     raise storage_error(record, name, err) from None
                 self._written(record, last, True)
-                return to_version(record, last)
+                return await self.conversion.served(record, last)
             except storage.StorageError as err:
                 raise storage_error(record, name, err) from None
         raise errors.Conflict(
@@ -484,7 +488,7 @@ class Registry:
                 namespace,
                 name,
                 None,
-                to_version(record, current),
+                await self.conversion.served(record, current),
                 user=opts.requester,
                 dry_run=opts.dry_run,
             )
@@ -496,14 +500,16 @@ class Registry:
                 finalizers = gc_finalizers(record, finalizers, opts)
             grace = self.strategy_for(record).grace_period(current, opts.grace_period_seconds)
             if grace > 0 and not _shortens(meta, grace):
-                return to_version(record, current), False  # already terminating at least as soon
+                return await self.conversion.served(
+                    record, current
+                ), False  # already terminating at least as soon
             if grace > 0:
                 if opts.dry_run:
-                    return to_version(record, current), False
+                    return await self.conversion.served(record, current), False
                 obj = await self._mark_deleting(record, key, name, current, added, finalizers, grace=grace)
                 if obj is None:
                     continue
-                return to_version(record, obj), False
+                return await self.conversion.served(record, obj), False
             graceful = (
                 bool(finalizers)
                 or strat.holds_deletion(current)
@@ -516,20 +522,20 @@ class Registry:
                     if finalizers:
                         marked["metadata"]["finalizers"] = finalizers
                     _add_finalizers(marked["metadata"], added)
-                    return to_version(record, marked), False
+                    return await self.conversion.served(record, marked), False
                 obj = await self._mark_deleting(record, key, name, current, added, finalizers)
                 if obj is None:
                     continue
-                return to_version(record, obj), False
+                return await self.conversion.served(record, obj), False
             if opts.dry_run:
-                return to_version(record, current), True
+                return await self.conversion.served(record, current), True
             try:
                 rv = meta.get("resourceVersion")
                 last = await self.storage.delete(
                     key, preconditions=storage.Preconditions(uid=opts.uid, resource_version=rv)
                 )
                 self._written(record, last, True)
-                return to_version(record, last), True
+                return await self.conversion.served(record, last), True
             except storage.PreconditionFailed:
                 continue
             except storage.StorageError as err:

@@ -66,10 +66,10 @@ class Target:
     def server_name(self) -> str:
         return f"{self.service}.{self.namespace}.svc"
 
-    def shown_url(self, timeout: int) -> str:
-        """The URL as Go's client reports it, with client-go's ``timeout`` parameter."""
+    def shown_url(self, timeout: int | None) -> str:
+        """The URL as Go's client reports it, with client-go's ``timeout`` parameter if any."""
         base = f"https://{self.server_name}:{self.port}{self.path or '/'}" if self.service else self.url
-        return f"{base}?timeout={timeout}s"
+        return f"{base}?timeout={timeout}s" if timeout is not None else base
 
 
 class CallError(Exception):
@@ -147,9 +147,19 @@ class Client:
             self._sessions[target] = session
         return session
 
-    async def post(self, target: Target, body: bytes, timeout: int) -> Any:  # noqa: ASYNC109 - the webhook's timeoutSeconds
-        """POST ``body`` (JSON) to ``target`` within ``timeout`` seconds; the decoded JSON answer."""
-        shown = target.shown_url(timeout)
+    async def post(
+        self,
+        target: Target,
+        body: bytes,
+        timeout: int,  # noqa: ASYNC109 - the webhook's timeoutSeconds, sent to it too
+        *,
+        timeout_in_url: bool = True,
+    ) -> Any:
+        """POST ``body`` (JSON) to ``target`` within ``timeout`` seconds; the decoded JSON answer.
+        ``timeout_in_url``: send client-go's ``?timeout=`` (admission webhooks; conversion
+        webhooks are called without it)."""
+        shown = target.shown_url(timeout if timeout_in_url else None)
+        query = f"?timeout={timeout}s" if timeout_in_url else ""
         headers = {"Content-Type": "application/json", "Accept": "application/json, */*"}
         kwargs: dict[str, Any] = {}
         if target.service:
@@ -157,7 +167,7 @@ class Client:
                 host, port = self._resolve(target.namespace, target.service, target.port)
             except ResolveError as exc:
                 raise CallError(f'Post "{shown}": {exc}') from None
-            url = f"https://{_join(host, port)}{target.path or '/'}?timeout={timeout}s"
+            url = f"https://{_join(host, port)}{target.path or '/'}{query}"
             headers["Host"] = f"{target.server_name}:{target.port}"
             kwargs["server_hostname"] = target.server_name
         else:
