@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Server, requires_kubectl
+from tests.e2e.conftest import Server, requires_kubectl, start_server
 from tests.e2e.helpers import Kube, assert_status, configmap, unique
 from tests.e2e.webhookserver import Review, Slow, WebhookServer, allow, deny, patch
 
@@ -368,3 +369,46 @@ def test_service_reference_resolves_through_endpoints(
     _install(api, configs, VWC, hook)
     st = api.post(f"/api/v1/namespaces/{ns}/configmaps", configmap("v1", ns)).json()
     assert st["message"] == 'admission webhook "svc.example.com" denied the request: via service', st
+
+
+AUDIT_POLICY = """
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    resources:
+      - group: ""
+        resources: [configmaps]
+  - level: None
+"""
+
+
+@pytest.mark.slow
+def test_audit_annotations_reach_the_audit_log(tmp_path: Path, hooks: WebhookServer) -> None:
+    """A webhook's auditAnnotations are recorded on the request's audit event as
+    ``<webhook name>/<key>`` (validating/dispatcher.go callHook)."""
+    (tmp_path / "policy.yaml").write_text(AUDIT_POLICY)
+    log = tmp_path / "audit.log"
+    srv = start_server(
+        tmp_path / "data", "--audit-policy-file", str(tmp_path / "policy.yaml"), "--audit-log-path", str(log)
+    )
+    try:
+        api = Kube.from_kubeconfig(srv.kubeconfig, tmp_path / "pki")
+        hooks.handlers["/audited"] = lambda review: allow(
+            review, auditAnnotations={"decision": "looked fine"}
+        )
+        ns = unique("wh")
+        labels = {"wh-test": ns}
+        api.ok(
+            "POST",
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}},
+        )
+        _install(api, [], VWC, _hook("audit.example.com", ns, hooks.url("/audited"), hooks.ca_bundle))
+        api.ok("POST", f"/api/v1/namespaces/{ns}/configmaps", configmap("a1", ns))
+        events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        (event,) = [e for e in events if e.get("verb") == "create" and e["objectRef"].get("name") == "a1"]
+        assert event["annotations"]["audit.example.com/decision"] == "looked fine"
+    finally:
+        srv.stop()
