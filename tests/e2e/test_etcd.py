@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from kplane.server.storage.etcd import EtcdClient, wire
 from kplane.server.storage.testing import etcd_process
 from tests.e2e import helpers
-from tests.e2e.conftest import Server, requires_kubectl, start_server
+from tests.e2e.conftest import Server, requires_kubectl, serve_command, start_server
 
 pytestmark = pytest.mark.skipif(
     not etcd_process.available(),
@@ -153,3 +154,41 @@ def test_history_is_etcds(server: Server) -> None:
     old = api.ok("GET", path, query={"resourceVersion": rv, "resourceVersionMatch": "Exact"})
     assert old["data"] == {"v": "1"} and old["metadata"]["resourceVersion"] == rv
     assert api.ok("GET", path)["data"] == {"v": "2"}
+
+
+@pytest.mark.slow
+def test_tls_with_client_certificates(tmp_path: Path) -> None:
+    """--etcd-cafile/--etcd-certfile/--etcd-keyfile: TLS to an etcd that requires client certificates
+    (here: one kplane PKI's CA, serving pair and admin client pair)."""
+    from kplane.server.auth import certs
+
+    pki = certs.ensure_pki(tmp_path / "etcd-pki", hosts=["127.0.0.1"])
+    tls = (pki.ca_cert_file, pki.serving_cert_file, pki.serving_key_file)
+    with etcd_process.EtcdCluster(1, tmp_path / "etcd", tls=tls) as cluster:
+        storage = f"etcd://{cluster.endpoints[0]}"
+        files = ["--etcd-cafile", str(pki.ca_cert_file)]
+        files += ["--etcd-certfile", str(pki.admin_cert_file), "--etcd-keyfile", str(pki.admin_key_file)]
+        srv = start_server(tmp_path / "kplane", *files, storage=storage)
+        try:
+            api = helpers.Kube.from_kubeconfig(srv.kubeconfig, srv.data_dir / "e2e-pki")
+            api.ok("POST", "/api/v1/namespaces/default/configmaps", helpers.configmap("over-tls"))
+            assert api.ok("GET", "/api/v1/namespaces/default/configmaps/over-tls")["data"] == {"k": "v"}
+        finally:
+            srv.stop()
+        # Without a client certificate etcd refuses the connection: kplane does not start, and says why.
+        res = subprocess.run(
+            [
+                *serve_command(tmp_path / "refused"),
+                "--storage",
+                storage,
+                "--etcd-cafile",
+                str(pki.ca_cert_file),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert res.returncode == 1
+        assert res.stderr.startswith(
+            f"kplane: cannot start: etcd at {cluster.endpoints[0]} did not answer"
+        ), res.stderr

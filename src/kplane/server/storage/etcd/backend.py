@@ -41,7 +41,7 @@ from kplane.server.storage.etcd.watch import EtcdWatch
 _log = logging.getLogger(__name__)
 EVENTS_PREFIX = "/registry/core/events/"
 LEASE_REUSE = 60  # seconds one lease serves new Events (upstream's leaseReuseDurationSeconds)
-_PAGE = 5_000  # objects per range while loading a whole prefix (bounds one response)
+_PAGE = 1_000  # objects per range while loading a whole prefix (bounds one response)
 
 
 class EtcdStorage:
@@ -79,7 +79,14 @@ class EtcdStorage:
     async def start(self) -> None:
         """Learn etcd's current revision (fails with ``StorageError`` if etcd cannot be reached),
         and start compacting history every ``compaction_interval`` seconds (0: never)."""
-        await self.fresh_revision()
+        try:
+            await self.fresh_revision()
+        except interface.Timeout:
+            endpoints = ",".join(self.client.endpoints)
+            why = f" (last error {self.client.last_error})" if self.client.last_error else ""
+            raise interface.StorageError(
+                f"etcd at {endpoints} did not answer within {self.client.timeout:g}s{why}"
+            ) from None
         if self._compaction_interval > 0 and self._compactor is None:
             self._compactor = asyncio.get_running_loop().create_task(
                 self._compact_periodically(), name="kplane-etcd-compactor"

@@ -20,10 +20,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+# gRPC's C core logs every failed TLS handshake or connection attempt to stderr; kplane reports
+# its own errors (set GRPC_VERBOSITY to see gRPC's).
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 import grpc
 import grpc.aio
@@ -42,7 +47,8 @@ _OPTIONS = [
     ("grpc.keepalive_time_ms", 10_000),
     ("grpc.keepalive_timeout_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.max_receive_message_length", 2 * 1024 * 1024 * 1024 - 1),
+    # One response at most: a page of objects (etcd refuses values over 1.5 MiB by default).
+    ("grpc.max_receive_message_length", 256 * 1024 * 1024),
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1_000),
 ]
@@ -103,6 +109,8 @@ class EtcdClient:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._current = 0
         self._closed = False
+        self.last_error = ""
+        """The last failure an endpoint answered (for start-up messages)."""
 
     @property
     def endpoint(self) -> str:
@@ -156,6 +164,7 @@ class EtcdClient:
                 if error is not None:
                     raise error from None
                 details = e.details() or ""
+                self.last_error = f"{endpoint}: {details or e.code().name}"
                 retry = e.code() == grpc.StatusCode.UNAVAILABLE and (
                     not details.startswith("etcdserver:") or details == NO_LEADER or not write
                 )

@@ -178,6 +178,7 @@ class EtcdWatch:
         pause = 0.05
         while not self._done:
             endpoint = client.endpoint
+            call: Any = None
             try:
                 call = client.stream("Watch/Watch", metadata=_REQUIRE_LEADER)
                 await call.write(wire.watch_create_request(key, end, self._next))
@@ -200,6 +201,8 @@ class EtcdWatch:
                 pause = min(pause * 2, 1.0)
             finally:
                 self._call = None
+                if call is not None:
+                    call.cancel()  # ends the stream at etcd too
 
     def _consume(self, response: wire.WatchResponse) -> bool:
         """Queue a response's events; True when the watch is over (canceled by etcd)."""

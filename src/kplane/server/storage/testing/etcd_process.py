@@ -53,12 +53,22 @@ class Member:
 class EtcdCluster:
     """``n`` etcd members on loopback (see the module docstring). Use as a context manager."""
 
-    def __init__(self, n: int, root: Path, *, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        n: int,
+        root: Path,
+        *,
+        extra_args: tuple[str, ...] = (),
+        tls: tuple[Path, Path, Path] | None = None,
+    ) -> None:
         exe = binary()
         if exe is None:
             raise RuntimeError("etcd is not installed (Debian: apt-get install etcd-server)")
         self._exe = exe
         self._extra = extra_args
+        # (CA, certificate, key): clients connect over TLS and must present a certificate of that CA.
+        self._tls = tls
+        self._scheme = "https" if tls is not None else "http"
         root.mkdir(parents=True, exist_ok=True)
         self.members = [
             Member(f"m{i}", free_port(), free_port(), root / f"m{i}", root / f"m{i}.log") for i in range(n)
@@ -81,8 +91,8 @@ class EtcdCluster:
             self._exe,
             "--name", m.name,
             "--data-dir", str(m.data_dir),
-            "--listen-client-urls", f"http://127.0.0.1:{m.client_port}",
-            "--advertise-client-urls", f"http://127.0.0.1:{m.client_port}",
+            "--listen-client-urls", f"{self._scheme}://127.0.0.1:{m.client_port}",
+            "--advertise-client-urls", f"{self._scheme}://127.0.0.1:{m.client_port}",
             "--listen-peer-urls", f"http://127.0.0.1:{m.peer_port}",
             "--initial-advertise-peer-urls", f"http://127.0.0.1:{m.peer_port}",
             "--initial-cluster", self._initial,
@@ -93,6 +103,10 @@ class EtcdCluster:
             "--log-level", "warn",
             *self._extra,
         ]  # fmt: skip
+        if self._tls is not None:
+            ca, cert, key = self._tls
+            args += ["--trusted-ca-file", str(ca), "--cert-file", str(cert), "--key-file", str(key)]
+            args += ["--client-cert-auth"]
         log = m.log.open("ab")
         m.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
