@@ -189,6 +189,32 @@ def test_reinvocation_if_needed(api: Kube, hooks: WebhookServer, ns: str, config
     assert calls == [None, {"b": "1"}]
 
 
+def test_a_webhook_change_reruns_the_builtin_plugins(
+    api: Kube, hooks: WebhookServer, ns: str, configs: list[str]
+) -> None:
+    """A webhook's change makes the whole mutating pass run again (admission/reinvocation.go): the
+    tolerations a webhook removed are added back by DefaultTolerationSeconds."""
+    hooks.handlers["/untolerate"] = lambda review: patch(
+        review, [{"op": "remove", "path": "/spec/tolerations"}]
+    )
+    hook = _hook("untolerate.example.com", ns, hooks.url("/untolerate"), hooks.ca_bundle)
+    hook["rules"][0]["resources"] = ["pods"]
+    _install(api, configs, MWC, hook)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p1"},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+    created = api.ok("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+    assert [t["key"] for t in created["spec"]["tolerations"]] == [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ]
+    (review,) = hooks.received["/untolerate"][-1:]
+    assert review["request"]["object"]["spec"]["tolerations"]  # the webhook saw them, removed them
+
+
 @pytest.mark.parametrize("policy", ["Fail", "Ignore"])
 def test_failure_policy_against_a_dead_webhook(
     api: Kube, ns: str, configs: list[str], policy: str, hooks: WebhookServer

@@ -124,6 +124,12 @@ def build(names: Iterable[str], ctx: plugin.Context) -> admitting.Admission:
     async def mutate(attrs: admitting.Attributes) -> None:
         for admit in mutators:
             await admit(attrs)
+        again = attrs.reinvocation
+        if again is not None and again.requested and again.round == 0:
+            # upstream's reinvocation (admission/reinvocation.go): the whole mutating pass once more
+            again.round = 1
+            for admit in mutators:
+                await admit(attrs)
 
     async def validate(attrs: admitting.Attributes) -> None:
         for admit in validators:

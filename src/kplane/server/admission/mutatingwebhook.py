@@ -2,14 +2,16 @@
 ``mutating/dispatcher.go``, 1.32).
 
 Each matching webhook sees the object as the previous ones left it; a JSONPatch answer is applied
-to it (at the version the webhook matched, then converted back). ``reinvocationPolicy: IfNeeded``:
-when a webhook changes the object, every ``IfNeeded`` webhook called before it is called once more
-after the pass (only webhooks kplane's own plugins ran before are not re-run: see ARCHITECTURE).
+to it (at the version the webhook matched, then converted back). When a webhook changes the object, the
+chain runs the whole mutating pass once more (built-in plugins included, as upstream's reinvoker);
+in that second pass only ``reinvocationPolicy: IfNeeded`` webhooks that were called before a later
+change are called again.
 With no configuration in force, a write costs one attribute read.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import orjson
@@ -44,31 +46,57 @@ class MutatingWebhook(plugin.Base):
         hooks = await self._source.hooks()
         if not hooks:
             return
+        again = attrs.reinvocation
+        if again is not None and again.round == 1:
+            await self._second_round(hooks, attrs, again)
+            return
         previously: list[str] = []
         reinvoke: set[str] = set()
         for hook in hooks:
-            changed = await self._run(hook, attrs)
+            invoked, changed = await self._run(hook, attrs)
             if changed:
+                # every IfNeeded webhook called before this change must see it
                 reinvoke.update(previously)
-            if hook.reinvoke:
+                if attrs.reinvocation is None:
+                    attrs.reinvocation = admitting.Reinvocation()
+                attrs.reinvocation.requested = True
+            if invoked and hook.reinvoke:
                 previously.append(hook.uid)
+        if attrs.reinvocation is not None:
+            output = copy.deepcopy(attrs.obj)
+            attrs.reinvocation.state[NAME] = (previously, reinvoke, output)
+
+    async def _second_round(
+        self,
+        hooks: tuple[webhookconfigs.Hook, ...],
+        attrs: admitting.Attributes,
+        again: admitting.Reinvocation,
+    ) -> None:
+        """The chain's second pass: only IfNeeded webhooks already called, and only those that a
+        later change (a webhook's, or a built-in plugin's in this pass) has not been shown yet."""
+        state = again.state.get(NAME)
+        if state is None:
+            return
+        previously, reinvoke, output = state
+        if not patchbase.json_equal(attrs.obj, output):
+            reinvoke = reinvoke | set(previously)
         for hook in hooks:
             if hook.uid in reinvoke:
                 await self._run(hook, attrs)
 
-    async def _run(self, hook: webhookconfigs.Hook, attrs: admitting.Attributes) -> bool:
-        """Call ``hook`` if it applies; whether it changed the object."""
+    async def _run(self, hook: webhookconfigs.Hook, attrs: admitting.Attributes) -> tuple[bool, bool]:
+        """Call ``hook`` if it applies; (whether it was called, whether it changed the object)."""
         inv = await self._dispatch.should_call(hook, attrs)
         if inv is None:
-            return False
+            return False, False
         try:
             verdict = await self._dispatch.call(inv, attrs)
-            return self._apply(inv, attrs, verdict.patch, verdict.patch_type)
+            return True, self._apply(inv, attrs, verdict.patch, verdict.patch_type)
         except webhookdispatch.CallFailure as failure:
             err = webhookdispatch.failure_error(hook, failure)
             if err is not None:
                 raise err from None
-            return False
+            return True, False
 
     def _apply(
         self, inv: webhookdispatch.Invocation, attrs: admitting.Attributes, patch: bytes, kind: str

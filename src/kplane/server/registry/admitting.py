@@ -33,6 +33,16 @@ Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 
 
 @dataclass(slots=True)
+class Reinvocation:
+    """The state of the mutating pass's second round: ``round`` is 1 while it runs; ``state`` holds
+    what each plugin keeps between rounds, by plugin name."""
+
+    requested: bool = False
+    round: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class Attributes:
     """One write as admission sees it (upstream's ``admission.Attributes``)."""
 
@@ -48,6 +58,9 @@ class Attributes:
     options: Object | None = None
     warnings: list[str] = field(default_factory=list)
     audit_annotations: dict[str, str] = field(default_factory=dict)
+    reinvocation: Reinvocation | None = None
+    """Set by a mutating plugin that asks for the mutating pass to run once more (upstream's
+    reinvocation context; only mutating webhooks with ``reinvocationPolicy: IfNeeded`` ask)."""
 
     @property
     def resource(self) -> tuple[str, str]:
