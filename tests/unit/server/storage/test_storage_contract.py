@@ -41,6 +41,7 @@ IMPLEMENTATIONS = [
     "cached-encrypted-sqlite",
     "etcd",
     "cached-etcd",
+    "cached-encrypted-etcd",
 ]
 _stores = itertools.count()
 # Every key the contract suite writes, encrypted with each provider in turn (aesgcm writes).
@@ -75,7 +76,7 @@ async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Asy
             store = _memory(path, watcher_capacity)
         elif kind == "sqlite":
             store = _sqlite(path, watcher_capacity)
-        elif kind in ("etcd", "cached-etcd"):
+        elif kind in ("etcd", "cached-etcd", "cached-encrypted-etcd"):
             # A key prefix per store: each starts empty on the session's etcd.
             etcd = EtcdStorage(
                 EtcdClient(request.getfixturevalue("etcd_endpoints")),
@@ -86,7 +87,8 @@ async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Asy
             if kind == "etcd":
                 store = etcd
             else:
-                cached = CachedStorage(etcd, watcher_capacity=watcher_capacity)
+                under: Any = EncryptedStorage(etcd, _ENCRYPT_ALL) if "encrypted" in kind else etcd
+                cached = CachedStorage(under, watcher_capacity=watcher_capacity)
                 await cached.start()
                 store = cached
         elif kind == "encrypted-sqlite":

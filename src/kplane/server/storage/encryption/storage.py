@@ -176,9 +176,17 @@ class EncryptedStorage:
     async def get_at(self, key: str, revision: int) -> interface.Object:
         return self._open(key, await interface.history_of(self._backend).get_at(key, revision))
 
-    def listen(self, listener: Callable[[interface.Event], None]) -> Callable[[], None]:
-        unlisten: Callable[[], None] = self._backend.listen(lambda event: listener(self._event(event)))
-        return unlisten
+    @property
+    def listen(self) -> Callable[[Callable[[interface.Event], None]], Callable[[], None]]:
+        """The backend's ``listen`` with decrypted events; absent (``AttributeError``) when the
+        backend has none (etcd), so the cache follows the watch instead."""
+        backend_listen = self._backend.listen
+
+        def listen(listener: Callable[[interface.Event], None]) -> Callable[[], None]:
+            unlisten: Callable[[], None] = backend_listen(lambda event: listener(self._event(event)))
+            return unlisten
+
+        return listen
 
     def watch(self, prefix: str, from_revision: int) -> interface.Watch:
         return _DecryptingWatch(self._backend.watch(prefix, from_revision), self._event)
