@@ -305,10 +305,13 @@ class APIServer:
         )
         tokens = self.service_accounts
         self._token_secrets = TokenSecrets(self.registry, tokens.legacy, self.pki.ca_pem())
+        client_certificates = x509.ClientCertificates(cfg.clock)
+        tls = self.pki.ssl_server_context()
+        client_certificates.install(tls)
         authenticator = authn.Authenticator.from_pki(
             self.pki,
             token_file=cfg.token_file,
-            certificates=x509.ClientCertificates(self.pki.ca_pem(), cfg.clock),
+            certificates=client_certificates,
         )
         authenticator.bearer = tokens
 
@@ -363,7 +366,7 @@ class APIServer:
         site = connections.SockSite(
             self._runner,
             sock,
-            ssl_context=self.pki.ssl_server_context(),
+            ssl_context=tls,
             handshake_timeout=cfg.read_header_timeout,
         )
         await site.start()

@@ -72,10 +72,11 @@ USER_KEY: web.RequestKey[UserInfo] = web.RequestKey("user", UserInfo)
 class RequestAuthenticator(Protocol):
     """What the HTTP layer needs from authentication. Neither method blocks or does I/O."""
 
-    def authenticate_certificate(self, der: bytes) -> UserInfo | None:
-        """The user a presented client certificate (DER) names, or None when it names nobody (no
-        CN). Raises ``ValueError`` when it does not verify (the request then gets 401 unless a
-        bearer token authenticates it, as upstream's union authenticator)."""
+    def authenticate_certificate(self, der: bytes, decoded: Mapping[str, object]) -> UserInfo | None:
+        """The user a presented client certificate (DER, and as ``getpeercert()`` decodes it)
+        names, or None when it names nobody (no CN). Raises ``ValueError`` when it does not verify
+        (the request then gets 401 unless a bearer token authenticates it, as upstream's union
+        authenticator)."""
         ...
 
     def authenticate(self, authorization: str | None) -> UserInfo | None:
@@ -86,8 +87,9 @@ class RequestAuthenticator(Protocol):
 class CertificateVerifier(Protocol):
     """Verifies a client certificate (``x509.ClientCertificates``)."""
 
-    def verify(self, der: bytes) -> UserInfo | None:
-        """The user ``der`` names, None without a CN; raises ``ValueError`` when it does not verify."""
+    def verify(self, der: bytes, decoded: Mapping[str, object]) -> UserInfo | None:
+        """The user the certificate names, None without a CN; raises ``ValueError`` when it does
+        not verify."""
         ...
 
 
@@ -169,10 +171,10 @@ class Authenticator:
                 table.add(token, user)
         return cls(table, certificates=certificates)
 
-    def authenticate_certificate(self, der: bytes) -> UserInfo | None:
+    def authenticate_certificate(self, der: bytes, decoded: Mapping[str, object]) -> UserInfo | None:
         if self._certificates is None:
             raise ValueError("client certificates are not accepted")
-        user = self._certificates.verify(der)
+        user = self._certificates.verify(der, decoded)
         return None if user is None else with_group(user, AUTHENTICATED_GROUP)
 
     def authenticate(self, authorization: str | None) -> UserInfo | None:

@@ -108,19 +108,15 @@ class PKI:
     def ssl_server_context(self) -> ssl.SSLContext:
         """A fresh TLS server context: TLS 1.2 or later, serving certificate loaded.
 
-        Client certificates are requested but optional, and any presented one is accepted in the
-        handshake (``x509.request_client_certificates``, Go's ``tls.RequestClientCert``); the CA is
-        loaded so the request names it. The authenticator verifies the certificate
-        (``x509.ClientCertificates``), so one from another CA or out of its validity window gets
-        an HTTP 401, as upstream, not a TLS alert.
+        Client certificates are requested but optional (``CERT_OPTIONAL``) and verified against
+        this CA in the handshake; ``x509.ClientCertificates.install`` changes that to upstream's
+        behaviour (the handshake completes, the authenticator refuses), as the server does.
         """
-        from kplane.server.auth import x509
-
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         ctx.load_cert_chain(self.serving_cert_file, self.serving_key_file)
         ctx.load_verify_locations(cafile=self.ca_cert_file)
-        x509.request_client_certificates(ctx)
+        ctx.verify_mode = ssl.CERT_OPTIONAL
         # The HTTP layer speaks HTTP/1.1 only; saying so keeps Go clients from attempting h2.
         ctx.set_alpn_protocols(["http/1.1"])
         return ctx

@@ -1,4 +1,4 @@
-"""Client certificates: asked for in the handshake, verified by the authenticator (upstream's split).
+"""Client certificates: verified during the handshake but refused by the authenticator (upstream's split).
 
 kube-apiserver's TLS layer uses Go's ``tls.RequestClientCert``: it asks for a client certificate and
 accepts whatever is presented; its x509 authenticator then verifies the chain against the client CA
@@ -6,39 +6,37 @@ at the request's time and wants the ``clientAuth`` usage. A certificate from ano
 not yet valid therefore gets an HTTP 401 ``Unauthorized`` Status (kubectl: ``error: You must be
 logged in to the server (Unauthorized)``), never a TLS alert.
 
-Python's ``ssl`` verifies a requested certificate during the handshake and has no switch to ask
-without verifying. ``request_client_certificates`` installs, through ``ctypes``, OpenSSL's
-certificate-verification callback (``SSL_CTX_set_cert_verify_callback``) on the context: the
-callback accepts the presented chain, so the handshake completes and the certificate is readable
-with ``getpeercert(binary_form=True)``. The context's ``SSL_CTX`` pointer is read from the Python
-object and checked against two values Python itself reports (verify mode and options) before
-anything is installed; if the check fails (another Python build), nothing is touched and the
-context keeps verifying in the handshake (the old behaviour: a foreign certificate gets a TLS alert).
-
-``ClientCertificates.verify`` does the authenticator's part in Python with ``cryptography``
-(imported on the first certificate, not at start): the leaf must be signed directly by the CA
-(kplane issues no intermediates; Python 3.11 cannot read the chain a client sends), both must be
-valid at the clock's time, and the leaf's extended key usage, when present, must allow
-``clientAuth``. The filter calls it once per connection (a connection's certificate cannot change).
+Python's ``ssl`` verifies a requested certificate during the handshake and ends the handshake when
+it fails; it has no switch to ask without that. ``ClientCertificates.install`` sets, through
+``ctypes``, OpenSSL's certificate-verification callback (``SSL_CTX_set_cert_verify_callback``) on
+the server context. The callback runs OpenSSL's own verification (``X509_verify_cert``: the chain
+the client sent up to the CA loaded in the context, the ``ssl_client`` purpose, so the
+``clientAuth`` extended key usage) at the injected clock's time (``X509_VERIFY_PARAM_set_time``),
+records the outcome under the leaf's DER, and accepts the handshake whatever it was. The
+authentication filter asks ``verify`` once per connection, which answers from that record: no
+certificate parsing in Python, no ``cryptography`` import. The context's ``SSL_CTX`` pointer is read
+from the Python object and checked against two values Python itself reports (verify mode and
+options) before anything is installed; if the check fails (another Python build), nothing is
+touched and the context keeps verifying in the handshake (a foreign certificate then gets a TLS
+alert), and ``verify`` accepts what that handshake accepted.
 """
 
 from __future__ import annotations
 
+import collections
 import ctypes
-import datetime
 import logging
 import ssl
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from kplane._util.clock import Clock
 from kplane.server.auth import authn
 
-if TYPE_CHECKING:
-    from cryptography import x509 as cx509
-
 log = logging.getLogger(__name__)
 
 _SSL_VERIFY_PEER = 0x01
+_VERDICTS = 4096  # handshakes remembered (a connection asks right after its handshake)
 # OpenSSL's callback type: int (*)(X509_STORE_CTX *, void *arg); 1 accepts the chain.
 _CERT_VERIFY_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -47,23 +45,25 @@ class InvalidCertificate(ValueError):
     """A presented client certificate that does not verify (upstream's x509 authenticator error)."""
 
 
-def _accept_chain(store_ctx: int | None, arg: int | None) -> int:
-    return 1
-
-
-_accept = _CERT_VERIFY_CB(_accept_chain)  # kept referenced for the process's life: OpenSSL holds it
-
-
 def _libssl() -> Any:
-    import _ssl  # the extension module links libssl: its handle resolves libssl's symbols
+    import _ssl  # the extension module links libssl and libcrypto: its handle resolves their symbols
 
     lib = ctypes.CDLL(_ssl.__file__)
-    lib.SSL_CTX_get_verify_mode.restype = ctypes.c_int
-    lib.SSL_CTX_get_verify_mode.argtypes = [ctypes.c_void_p]
-    lib.SSL_CTX_get_options.restype = ctypes.c_uint64
-    lib.SSL_CTX_get_options.argtypes = [ctypes.c_void_p]
-    lib.SSL_CTX_set_cert_verify_callback.restype = None
-    lib.SSL_CTX_set_cert_verify_callback.argtypes = [ctypes.c_void_p, _CERT_VERIFY_CB, ctypes.c_void_p]
+    ptr, num = ctypes.c_void_p, ctypes.c_int
+    for name, restype, argtypes in (
+        ("SSL_CTX_get_verify_mode", num, [ptr]),
+        ("SSL_CTX_get_options", ctypes.c_uint64, [ptr]),
+        ("SSL_CTX_set_cert_verify_callback", None, [ptr, _CERT_VERIFY_CB, ptr]),
+        ("X509_verify_cert", num, [ptr]),
+        ("X509_STORE_CTX_get_error", num, [ptr]),
+        ("X509_STORE_CTX_get0_param", ptr, [ptr]),
+        ("X509_STORE_CTX_get0_cert", ptr, [ptr]),
+        ("X509_VERIFY_PARAM_set_time", None, [ptr, ctypes.c_int64]),
+        ("X509_verify_cert_error_string", ctypes.c_char_p, [ctypes.c_long]),
+        ("i2d_X509", num, [ptr, ctypes.POINTER(ptr)]),
+    ):
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
     return lib
 
 
@@ -81,72 +81,102 @@ def _ssl_ctx_pointer(ctx: ssl.SSLContext, lib: Any) -> int | None:
         optional = lib.SSL_CTX_get_verify_mode(ptr)
     finally:
         ctx.verify_mode = saved
-    ok = (
-        required == 0x03 and optional == _SSL_VERIFY_PEER and lib.SSL_CTX_get_options(ptr) == int(ctx.options)
-    )
-    return int(ptr) if ok else None
+    same_options = lib.SSL_CTX_get_options(ptr) == int(ctx.options)
+    return int(ptr) if required == 0x03 and optional == _SSL_VERIFY_PEER and same_options else None
 
 
-def request_client_certificates(ctx: ssl.SSLContext) -> bool:
-    """Make the server context ``ctx`` ask for an optional client certificate and accept any
-    presented one in the handshake (Go's ``tls.RequestClientCert``). True when installed; False
-    (logged) when it could not be, and ``ctx`` still verifies in the handshake."""
-    ctx.verify_mode = ssl.CERT_OPTIONAL
-    try:
-        lib = _libssl()
-        ptr = _ssl_ctx_pointer(ctx, lib)
-    except (OSError, AttributeError, ValueError):
-        ptr = None
-    if ptr is None:
-        log.warning("cannot defer client certificate verification; foreign certificates get a TLS alert")
-        return False
-    lib.SSL_CTX_set_cert_verify_callback(ptr, _accept, None)
-    return True
+def _der(lib: Any, cert: int) -> bytes:
+    size = lib.i2d_X509(cert, None)
+    if size <= 0:
+        return b""
+    buf = ctypes.create_string_buffer(size)
+    out = ctypes.c_void_p(ctypes.addressof(buf))
+    lib.i2d_X509(cert, ctypes.byref(out))
+    return buf.raw
+
+
+def user_from_cert(peercert: Mapping[str, object]) -> authn.UserInfo | None:
+    """CN → name, each O → a group (subject order, first occurrence kept) from the decoded
+    certificate ``ssl.SSLObject.getpeercert()`` returns; None without a CN. With several CNs the
+    last wins, as with Go's ``pkix.Name``."""
+    name = ""
+    groups: list[str] = []
+    subject = peercert.get("subject", ())
+    for rdn in subject if isinstance(subject, tuple) else ():
+        for attr in rdn if isinstance(rdn, tuple) else ():
+            if not (isinstance(attr, tuple) and len(attr) == 2):
+                continue
+            key, value = attr
+            if key == "commonName" and isinstance(value, str):
+                name = value
+            elif key == "organizationName" and isinstance(value, str) and value and value not in groups:
+                groups.append(value)
+    return authn.UserInfo(name=name, groups=tuple(groups)) if name else None
 
 
 class ClientCertificates:
-    """Verifies client certificates (DER) against one CA at ``clock``'s time; see the module docstring."""
+    """Client certificates of the server's TLS contexts; see the module docstring. Implements
+    ``authn.CertificateVerifier``."""
 
-    def __init__(self, ca_pem: bytes, clock: Clock) -> None:
-        self._ca_pem = ca_pem
+    def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        self._ca: cx509.Certificate | None = None
+        self._lib: Any = None
+        self._callback: Any = None
+        self.deferred = False
+        """True once ``install`` deferred verification on some context."""
+        # leaf DER -> OpenSSL's error code for the latest handshake presenting it (0: verified)
+        self._verdicts: collections.OrderedDict[bytes, int] = collections.OrderedDict()
 
-    def verify(self, der: bytes) -> authn.UserInfo | None:
-        """The user ``der`` names (CN → name, each O → a group, first occurrence kept), or None
-        when it has no CN (it then identifies nobody, as upstream). Raises ``InvalidCertificate``
-        when it cannot be parsed, is not signed by the CA, is outside its or the CA's validity
-        window, or does not allow ``clientAuth``."""
-        from cryptography import x509 as cx509
-        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    def install(self, ctx: ssl.SSLContext) -> bool:
+        """Make the server context ``ctx`` ask for an optional client certificate and let its
+        handshake complete whatever the verification's outcome, which is kept for ``verify``.
+        ``ctx`` must trust the client CA. False (logged) when the hook could not be installed:
+        ``ctx`` then verifies in the handshake."""
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        try:
+            lib = self._lib or _libssl()
+            ptr = _ssl_ctx_pointer(ctx, lib)
+        except (OSError, AttributeError, ValueError):
+            ptr = None
+        if ptr is None:
+            log.warning("cannot defer client certificate verification; foreign certificates get a TLS alert")
+            return False
+        self._lib = lib
+        if self._callback is None:
+            self._callback = _CERT_VERIFY_CB(self._verify_chain)  # referenced here: OpenSSL holds it
+        lib.SSL_CTX_set_cert_verify_callback(ptr, self._callback, None)
+        self.deferred = True
+        return True
 
-        if self._ca is None:
-            self._ca = cx509.load_pem_x509_certificate(self._ca_pem)
-        ca = self._ca
+    def _verify_chain(self, store_ctx: int | None, arg: int | None) -> int:
+        """OpenSSL's callback (in the handshake): verify, remember, accept."""
+        lib = self._lib
         try:
-            leaf = cx509.load_der_x509_certificate(der)
-            leaf.verify_directly_issued_by(ca)
-        except Exception as e:  # any parse or signature failure: cryptography raises several types
-            raise InvalidCertificate(f"x509: certificate signed by unknown authority ({e})") from None
-        now = self._clock.now().astimezone(datetime.UTC)
-        for cert in (leaf, ca):
-            if now < cert.not_valid_before_utc or now > cert.not_valid_after_utc:
-                raise InvalidCertificate("x509: certificate has expired or is not yet valid")
-        try:
-            usages = leaf.extensions.get_extension_for_class(cx509.ExtendedKeyUsage).value
-        except cx509.ExtensionNotFound:
-            usages = None
-        except ValueError as e:  # a malformed extension
-            raise InvalidCertificate(f"x509: {e}") from None
-        allowed = (ExtendedKeyUsageOID.CLIENT_AUTH, ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE)
-        if usages is not None and not any(u in allowed for u in usages):
-            raise InvalidCertificate("x509: certificate specifies an incompatible key usage")
-        name = ""
-        groups: list[str] = []
-        for attr in leaf.subject:
-            value = attr.value if isinstance(attr.value, str) else ""
-            if attr.oid == NameOID.COMMON_NAME:
-                name = value
-            elif attr.oid == NameOID.ORGANIZATION_NAME and value and value not in groups:
-                groups.append(value)
-        return authn.UserInfo(name=name, groups=tuple(groups)) if name else None
+            lib.X509_VERIFY_PARAM_set_time(
+                lib.X509_STORE_CTX_get0_param(store_ctx), int(self._clock.now().timestamp())
+            )
+            ok = lib.X509_verify_cert(store_ctx)
+            error = 0 if ok == 1 else (lib.X509_STORE_CTX_get_error(store_ctx) or -1)
+            der = _der(lib, lib.X509_STORE_CTX_get0_cert(store_ctx))
+            if der:
+                self._verdicts[der] = error
+                self._verdicts.move_to_end(der)
+                while len(self._verdicts) > _VERDICTS:
+                    self._verdicts.popitem(last=False)
+        except Exception:  # never let an exception cross into OpenSSL
+            log.exception("client certificate verification failed unexpectedly")
+        return 1
+
+    def verify(self, der: bytes, decoded: Mapping[str, object]) -> authn.UserInfo | None:
+        """The user of the certificate a handshake just presented (``der``, and ``decoded`` as
+        ``getpeercert()`` gives it), None when it has no CN (it then identifies nobody, as
+        upstream). Raises ``InvalidCertificate`` when its handshake's verification failed (or is
+        not known)."""
+        if self.deferred:
+            error = self._verdicts.get(der)
+            if error is None:
+                raise InvalidCertificate("x509: certificate not verified by this server")
+            if error:
+                reason = self._lib.X509_verify_cert_error_string(error) if error > 0 else b"unknown error"
+                raise InvalidCertificate(f"x509: {reason.decode(errors='replace')}")
+        return user_from_cert(decoded)

@@ -8,8 +8,8 @@ authentication configuration allows); on them the anonymous user ``system:anonym
 authenticate is refused even on public paths, as upstream does. Requests arriving on the opt-in
 insecure (plain HTTP, loopback) port are trusted as the admin, like upstream's old insecure port.
 
-A client certificate is requested but not verified in the TLS handshake (``auth.x509``); the
-authenticator verifies it. One that does not verify makes the request 401 unless a bearer token
+A client certificate's verification does not end the TLS handshake (``auth.x509``); the
+authenticator refuses one that failed it. One that does not verify makes the request 401 unless a bearer token
 authenticates it, even on the public paths (upstream's union authenticator, whose errors are not
 turned anonymous). A TLS connection's client certificate cannot change, so its outcome is
 remembered per connection (weakly, keyed by the connection's ``SSLObject``) and verified once.
@@ -41,7 +41,7 @@ def authentication(authenticator: authn.RequestAuthenticator) -> Filter:
         if not der:
             return None
         try:
-            return authenticator.authenticate_certificate(der)
+            return authenticator.authenticate_certificate(der, ssl_object.getpeercert() or {})
         except ValueError:
             return _INVALID
 

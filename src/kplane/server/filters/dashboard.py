@@ -37,9 +37,9 @@ def _session(request: web.BaseRequest, authenticator: authn.RequestAuthenticator
     ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
     der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
     user = None
-    if der:
+    if der and ssl_object is not None:
         try:
-            user = authenticator.authenticate_certificate(der)
+            user = authenticator.authenticate_certificate(der, ssl_object.getpeercert() or {})
         except ValueError:  # a certificate that does not verify signs nobody in
             user = None
     body = {"certificateUser": None if user is None else {"username": user.name, "groups": list(user.groups)}}

@@ -114,12 +114,13 @@ class DanglingConditions:
                 log.warning("flowschema conditions: %s", e)
 
     async def sync(self) -> None:
+        """Write every FlowSchema's condition that differs (concurrently: one group commit)."""
         assert self._record is not None
+        record = self._record
         now = self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
-        for name, (level, missing) in sorted(self._control.dangling().items()):
-            wanted = dangling_condition(level, missing, now)
 
-            def put(obj: Object, wanted: Object = wanted) -> Object:
+        async def keep(name: str, wanted: Object) -> None:
+            def put(obj: Object) -> Object:
                 status = dict(obj.get("status") or {})
                 conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
                 current = next((c for c in conditions if c.get("type") == "Dangling"), None)
@@ -130,7 +131,14 @@ class DanglingConditions:
                 return {**obj, "status": status}
 
             with contextlib.suppress(errors.NotFound, errors.Conflict):
-                await self._registry.update(self._record, "", name, put, subresource="status")
+                await self._registry.update(record, "", name, put, subresource="status")
+
+        await asyncio.gather(
+            *(
+                keep(name, dangling_condition(level, missing, now))
+                for name, (level, missing) in sorted(self._control.dangling().items())
+            )
+        )
 
     async def close(self) -> None:
         if self._task is not None:

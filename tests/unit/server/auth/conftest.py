@@ -6,11 +6,12 @@ import asyncio
 import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kplane.server.auth import certs
+from kplane.server.auth import certs, x509
 
 
 class TLSServer:
@@ -33,15 +34,19 @@ class TLSServer:
             writer.close()
 
 
-TLSServerFactory = Callable[[certs.PKI], AbstractAsyncContextManager[TLSServer]]
+TLSServerFactory = Callable[..., AbstractAsyncContextManager[TLSServer]]
+"""``tls_server(pki, certificates=None)``."""
 
 
 @pytest.fixture
 def tls_server() -> TLSServerFactory:
-    """A factory: ``async with tls_server(pki) as srv`` serves with ``pki.ssl_server_context()``."""
+    """A factory: ``async with tls_server(pki) as srv`` serves with ``pki.ssl_server_context()``,
+    with ``certificates`` (an ``x509.ClientCertificates``) installed on it when given."""
 
     @asynccontextmanager
-    async def start(pki: certs.PKI) -> AsyncIterator[TLSServer]:
+    async def start(
+        pki: certs.PKI, certificates: x509.ClientCertificates | None = None
+    ) -> AsyncIterator[TLSServer]:
         holder: list[TLSServer] = []
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -51,7 +56,10 @@ def tls_server() -> TLSServerFactory:
             await writer.drain()
             writer.close()
 
-        server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=pki.ssl_server_context())
+        ctx = pki.ssl_server_context()
+        if certificates is not None:
+            assert certificates.install(ctx)
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=ctx)
         holder.append(TLSServer(server))
         try:
             yield holder[0]
@@ -60,3 +68,22 @@ def tls_server() -> TLSServerFactory:
             await server.wait_closed()
 
     return start
+
+
+async def present(
+    tls_server: TLSServerFactory,
+    pki: certs.PKI,
+    certificates: x509.ClientCertificates,
+    cert_pem: bytes,
+    key_pem: bytes,
+    tmp_path: Path,
+) -> TLSServer:
+    """Present ``cert_pem`` to a server of ``pki`` with ``certificates`` installed; the server as
+    it ended (``peerders``/``peercerts`` hold what it saw)."""
+    (tmp_path / "present.crt").write_bytes(cert_pem)
+    (tmp_path / "present.key").write_bytes(key_pem)
+    ctx = ssl.create_default_context(cafile=str(pki.ca_cert_file))
+    ctx.load_cert_chain(tmp_path / "present.crt", tmp_path / "present.key")
+    async with tls_server(pki, certificates) as srv:
+        assert await srv.ask(ctx) == b"ok"
+    return srv

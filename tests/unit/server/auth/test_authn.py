@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import ssl
 from pathlib import Path
 
 import pytest
@@ -9,7 +8,7 @@ import kplane.server.auth
 from kplane._util.clock import RealClock
 from kplane.server.auth import authn, certs, x509
 
-from .conftest import TLSServerFactory
+from .conftest import TLSServerFactory, present
 
 
 @pytest.fixture
@@ -18,40 +17,56 @@ def pki(tmp_path: Path) -> certs.PKI:
 
 
 @pytest.fixture
-def authenticator(pki: certs.PKI, tmp_path: Path) -> authn.Authenticator:
+def certificates() -> x509.ClientCertificates:
+    return x509.ClientCertificates(RealClock())
+
+
+@pytest.fixture
+def authenticator(
+    pki: certs.PKI, tmp_path: Path, certificates: x509.ClientCertificates
+) -> authn.Authenticator:
     tokens = tmp_path / "tokens.csv"
     tokens.write_text('bobtoken,bob,uid-bob,"devs,viewers"\n')
-    return authn.Authenticator.from_pki(
-        pki, token_file=tokens, certificates=x509.ClientCertificates(pki.ca_pem(), RealClock())
-    )
+    return authn.Authenticator.from_pki(pki, token_file=tokens, certificates=certificates)
 
 
-def _der(cert_pem: bytes) -> bytes:
-    return ssl.PEM_cert_to_DER_cert(cert_pem.decode())
-
-
-def test_cert_user(authenticator: authn.Authenticator, pki: certs.PKI) -> None:
-    """A cert of our CA maps CN to the user name and each O to a group, plus system:authenticated."""
-    cert, _ = certs.issue_client_cert(pki, "alice", ["devs", "ops"])
-    user = authenticator.authenticate_certificate(_der(cert))
+async def test_cert_user(
+    authenticator: authn.Authenticator,
+    certificates: x509.ClientCertificates,
+    pki: certs.PKI,
+    tls_server: TLSServerFactory,
+    tmp_path: Path,
+) -> None:
+    """A cert of our CA, presented in a handshake, maps CN to the user name and each O to a group,
+    plus system:authenticated."""
+    cert, key = certs.issue_client_cert(pki, "alice", ["devs", "ops"])
+    srv = await present(tls_server, pki, certificates, cert, key, tmp_path)
+    user = authenticator.authenticate_certificate(srv.peerders[0], srv.peercerts[0] or {})
     assert user == authn.UserInfo(name="alice", groups=("devs", "ops", "system:authenticated"))
 
 
-def test_cert_of_another_ca_is_an_error(authenticator: authn.Authenticator, tmp_path: Path) -> None:
-    """A cert signed by another CA is an error (the request gets 401), not "no credentials"."""
+async def test_cert_of_another_ca_is_an_error(
+    authenticator: authn.Authenticator,
+    certificates: x509.ClientCertificates,
+    pki: certs.PKI,
+    tls_server: TLSServerFactory,
+    tmp_path: Path,
+) -> None:
+    """A cert signed by another CA completes the handshake but is an error (the request gets
+    401), not "no credentials"; so is one no handshake of this server presented."""
     other = certs.ensure_pki(tmp_path / "other")
-    cert, _ = certs.issue_client_cert(other, "mallory", ["system:masters"])
-    with pytest.raises(ValueError, match="unknown authority"):
-        authenticator.authenticate_certificate(_der(cert))
+    cert, key = certs.issue_client_cert(other, "mallory", ["system:masters"])
+    srv = await present(tls_server, pki, certificates, cert, key, tmp_path)
+    with pytest.raises(ValueError, match="unable to get local issuer certificate"):
+        authenticator.authenticate_certificate(srv.peerders[0], srv.peercerts[0] or {})
     with pytest.raises(ValueError):
-        authenticator.authenticate_certificate(b"\x30\x03garbage")
+        authenticator.authenticate_certificate(b"\x30\x03garbage", {})
 
 
-def test_certificates_refused_without_verifier(pki: certs.PKI) -> None:
+def test_certificates_refused_without_verifier() -> None:
     """An authenticator built without a certificate verifier accepts no certificate."""
-    cert, _ = certs.issue_client_cert(pki, "alice")
     with pytest.raises(ValueError):
-        authn.Authenticator(authn.TokenTable()).authenticate_certificate(_der(cert))
+        authn.Authenticator(authn.TokenTable()).authenticate_certificate(b"\x30\x00", {})
 
 
 def test_admin_token(authenticator: authn.Authenticator, pki: certs.PKI) -> None:
@@ -126,21 +141,6 @@ def test_anonymous_paths() -> None:
     """Only the public info endpoints are open to anonymous requests."""
     assert {"/version", "/healthz", "/livez", "/readyz"} <= authn.ANONYMOUS_PATHS
     assert "/api" not in authn.ANONYMOUS_PATHS and "/healthz/etcd" not in authn.ANONYMOUS_PATHS
-
-
-async def test_real_handshake_to_user(
-    pki: certs.PKI, authenticator: authn.Authenticator, tls_server: TLSServerFactory, tmp_path: Path
-) -> None:
-    """An issued client cert, presented in a real TLS handshake, authenticates as its CN and groups."""
-    cert_pem, key_pem = certs.issue_client_cert(pki, "carol", ["qa"])
-    (tmp_path / "c.crt").write_bytes(cert_pem)
-    (tmp_path / "c.key").write_bytes(key_pem)
-    ctx = ssl.create_default_context(cafile=str(pki.ca_cert_file))
-    ctx.load_cert_chain(tmp_path / "c.crt", tmp_path / "c.key")
-    async with tls_server(pki) as srv:
-        assert await srv.ask(ctx) == b"ok"
-    user = authenticator.authenticate_certificate(srv.peerders[0])
-    assert user == authn.UserInfo(name="carol", groups=("qa", "system:authenticated"))
 
 
 def test_public_surface() -> None:

@@ -199,11 +199,12 @@ async def test_tls_foreign_client_cert_is_left_to_the_authenticator(
     other = certs.ensure_pki(tmp_path / "theirs")
     ctx = _client_ctx(pki, other.admin_cert_file, other.admin_key_file)
     ctx.maximum_version = version
-    async with tls_server(pki) as srv:
+    verifier = client_certs.ClientCertificates(clock.RealClock())
+    async with tls_server(pki, verifier) as srv:
         assert await srv.ask(ctx) == b"ok"
     assert srv.peerders[0] == ssl.PEM_cert_to_DER_cert(other.admin_cert_file.read_text())
-    with pytest.raises(client_certs.InvalidCertificate, match="unknown authority"):
-        client_certs.ClientCertificates(pki.ca_pem(), clock.RealClock()).verify(srv.peerders[0])
+    with pytest.raises(client_certs.InvalidCertificate, match="local issuer"):
+        verifier.verify(srv.peerders[0], srv.peercerts[0] or {})
 
 
 def test_server_context_settings(tmp_path: Path) -> None:
