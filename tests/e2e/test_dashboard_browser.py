@@ -99,8 +99,12 @@ def test_deployment_pods_turn_ready_live_and_history_diff(
         return sum(r.get_attribute("data-ready") == "true" for r in rows) if len(rows) == 3 else 0
 
     b.wait("3 Ready pods", lambda: ready_pods() == 3, timeout=60)
+    # the simulated kubelet's events about the Deployment's ReplicaSet scaling it show up too
+    b.wait("the Deployment's events", lambda: "ScalingReplicaSet" in b.find("#object-events").text)
     assert b.script("return window.__loaded") is True
+    b.script("document.getElementById('pods').scrollIntoView()")
     b.screenshot(ARTIFACTS / "deployment-pods-ready.png")
+    b.script("window.scrollTo(0, 0)")
 
     b.wait("two revisions", lambda: len(b.find_all("#rev-from option")) >= 2)
     # from the first revision (0 replicas) to the newest (3 Ready): the scale is in the diff

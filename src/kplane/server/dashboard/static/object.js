@@ -3,7 +3,7 @@
 
 import { resourcePath } from "./api.js";
 import * as discovery from "./discovery.js";
-import { badge, fill, h, routeParams, routeTo, table } from "./dom.js";
+import { PAGE_SIZE, badge, fill, h, paged, routeParams, routeTo, table } from "./dom.js";
 import * as history from "./history.js";
 import { LiveList, age } from "./live.js";
 import { byName, summarizer } from "./summary.js";
@@ -17,6 +17,7 @@ export function mount(view, { api }) {
   const showManaged = h("input", { type: "checkbox", id: "managed" });
   const revisions = h("div", { id: "revisions" });
   const pods = h("div", { id: "pods" });
+  const events = h("div", { id: "object-events" });
   const title = h("h2", {}, name || "");
   fill(
     view,
@@ -24,7 +25,7 @@ export function mount(view, { api }) {
     error,
     h("div", { class: "columns" },
       h("section", {}, h("h3", {}, "YAML ", h("label", { class: "small" }, showManaged, " managedFields")), yaml),
-      h("section", {}, h("h3", {}, "History"), revisions, h("h3", {}, "Pods"), pods),
+      h("section", {}, h("h3", {}, "History"), revisions, h("h3", {}, "Pods"), pods, h("h3", {}, "Events"), events),
     ),
   );
   let current = null;
@@ -46,6 +47,7 @@ export function mount(view, { api }) {
       if (!res) throw new Error(`the server does not serve ${key}`);
       title.textContent = `${res.kind} ${ns ? ns + "/" : ""}${name}`;
       revs.start(res, ns, name);
+      watchEvents(res);
       const self = new LiveList(api, resourcePath(res, ns), {
         query: { fieldSelector: "metadata.name=" + name },
         summarize: (obj) => obj,
@@ -68,8 +70,35 @@ export function mount(view, { api }) {
     })
     .catch((err) => (error.textContent = err.message));
 
+  function watchEvents(res) {
+    const base = ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/events` : "/api/v1/events";
+    const list = new LiveList(api, base, {
+      query: { fieldSelector: `involvedObject.kind=${res.kind},involvedObject.name=${name}` },
+      summarize: summarizer("Event"),
+      onChange: (l) => {
+        const rows = [...l.items.values()].sort((a, b) => String(b.last).localeCompare(String(a.last)));
+        fill(
+          events,
+          rows.length === 0
+            ? h("p", { class: "muted" }, "No events.")
+            : table(
+                [
+                  ["Last seen", (e) => age(e.last)],
+                  ["Type", (e) => badge(e.status)],
+                  ["Reason", (e) => e.reason],
+                  ["Message", (e) => e.message],
+                ],
+                rows.slice(0, PAGE_SIZE),
+              ),
+        );
+      },
+    }).start();
+    lists.push(list);
+  }
+
   let podSelector = null;
   let podList = null;
+  const podPage = { page: 0 };
   function watchPods(obj) {
     const labels = ((obj.spec || {}).selector || {}).matchLabels;
     if (!labels || !obj.metadata.namespace) {
@@ -85,8 +114,9 @@ export function mount(view, { api }) {
     const list = (podList = new LiveList(api, `/api/v1/namespaces/${encodeURIComponent(obj.metadata.namespace)}/pods`, {
       query: { labelSelector: selector },
       summarize: summarizer("Pod"),
-      onChange: (l) => {
+      onChange: function draw(l) {
         const rows = [...l.items.values()].sort(byName);
+        const { shown, pager } = paged(rows, podPage, () => draw(l));
         fill(
           pods,
           table(
@@ -97,9 +127,10 @@ export function mount(view, { api }) {
               ["Node", (p) => p.node],
               ["Age", (p) => age(p.created)],
             ],
-            rows,
+            shown,
             (p) => ({ "data-name": p.name, "data-ready": String(p.isReady), "data-phase": p.status }),
           ),
+          pager,
         );
       },
     }).start());
