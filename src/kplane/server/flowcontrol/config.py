@@ -28,6 +28,8 @@ PREFIX = "/registry/flowcontrol.apiserver.k8s.io/"
 _SCHEMAS = PREFIX + "flowschemas/"
 _LEVELS = PREFIX + "prioritylevelconfigurations/"
 _CACHE_BOUND = 8192
+_MAX_QUEUES = 10_000_000
+_MAX_HAND = 64
 
 
 @dataclasses.dataclass
@@ -66,9 +68,13 @@ def _level_spec(obj: Object) -> tuple[bool, int, Queuing | None]:
     queuing = None
     if response.get("type") == "Queue":
         q = _dict(response.get("queuing"))
+        # Bounded as upstream's validation bounds them (at most 10^7 queues; a hand within the
+        # 64-bit hash's entropy, so far fewer than 64 cards): kplane does not validate these
+        # objects at write, so a value upstream refuses is clamped here instead.
+        queues = min(max(1, _int(q.get("queues"), 64)), _MAX_QUEUES)
         queuing = Queuing(
-            queues=max(1, _int(q.get("queues"), 64)),
-            hand_size=max(1, _int(q.get("handSize"), 8)),
+            queues=queues,
+            hand_size=min(max(1, _int(q.get("handSize"), 8)), queues, _MAX_HAND),
             queue_length_limit=_int(q.get("queueLengthLimit"), 50),
         )
     return False, max(0, _int(limited.get("nominalConcurrencyShares"), 30)), queuing

@@ -24,7 +24,7 @@ from kplane._util.clock import Clock
 
 @dataclasses.dataclass(frozen=True)
 class Queuing:
-    """``limitResponse.queuing``; None on a level means Reject."""
+    """``limitResponse.queuing``; None on a level means Reject. ``hand_size`` ≤ ``queues``."""
 
     queues: int
     hand_size: int
@@ -83,7 +83,7 @@ class QueueSet:
         queuing = self.queuing
         if queuing is None or queuing.queue_length_limit <= 0:
             return "concurrency-limit"
-        hand = deal(flow, queuing.queues, min(queuing.hand_size, queuing.queues))
+        hand = deal(flow, queuing.queues, queuing.hand_size)
         index = min(hand, key=lambda i: len(self._queues.get(i, ())))
         queue = self._queues.get(index)
         if queue is None:

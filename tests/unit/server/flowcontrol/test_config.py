@@ -161,3 +161,26 @@ def test_without_catch_all_the_builtin_one_applies() -> None:
     control = FlowControl(600, 15.0, FakeClock())
     found = control.classify(ALICE, LIST_PODS)
     assert (found.schema.name, found.level.name) == ("catch-all", "catch-all")
+
+
+def test_queuing_values_are_bounded() -> None:
+    """Queuing values upstream's validation refuses (not validated at write here) are clamped, so
+    dealing a hand stays cheap."""
+    control = _loaded()
+    level = {
+        "metadata": {"name": "huge", "uid": "u-huge"},
+        "spec": {
+            "type": "Limited",
+            "limited": {
+                "nominalConcurrencyShares": 1,
+                "limitResponse": {
+                    "type": "Queue",
+                    "queuing": {"queues": 10**12, "handSize": 10**9, "queueLengthLimit": 1},
+                },
+            },
+        },
+    }
+    control.apply(PREFIX + "prioritylevelconfigurations/huge", level)
+    queue_set = control.levels["huge"].queue_set
+    assert queue_set is not None and queue_set.queuing is not None
+    assert (queue_set.queuing.queues, queue_set.queuing.hand_size) == (10_000_000, 64)
