@@ -345,6 +345,37 @@ def test_selectors_and_match_conditions(api: Kube, hooks: WebhookServer, ns: str
     )
 
 
+def test_match_conditions_ask_the_servers_authorizer(
+    api: Kube, hooks: WebhookServer, ns: str, configs: list[str]
+) -> None:
+    """``authorizer`` in a matchCondition is the server's RBAC, asked as the request's user."""
+    hooks.handlers["/no-secret-readers"] = lambda review: deny(review, "secret readers may not")
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}"
+    api.ok("POST", f"{rbac}/roles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "cm-writer"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}],
+    })  # fmt: skip
+    api.ok("POST", f"{rbac}/rolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "cm-writer"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-writer"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "writer"}],
+    })  # fmt: skip
+    condition = f"authorizer.group('').resource('secrets').namespace('{ns}').check('list').allowed()"
+    _install(
+        api,
+        configs,
+        VWC,
+        _hook("authz.example.com", ns, hooks.url("/no-secret-readers"), hooks.ca_bundle,
+              matchConditions=[{"name": "reads-secrets", "expression": condition}]),
+    )  # fmt: skip
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    as_writer = {"Impersonate-User": "writer"}
+    assert api.post(path, configmap("by-writer", ns), headers=as_writer).status == 201
+    st = api.post(path, configmap("by-admin", ns)).json()
+    assert st["message"] == 'admission webhook "authz.example.com" denied the request: secret readers may not'
+
+
 def test_match_condition_error_fails_closed(
     api: Kube, hooks: WebhookServer, ns: str, configs: list[str]
 ) -> None:

@@ -26,9 +26,7 @@ import orjson
 from kplane.api import errors, labels
 from kplane.api.catalog import ResourceRecord
 from kplane.api.cel import admission as celadmission
-from kplane.api.cel import authz as celauthz
-from kplane.server.admission import following, matching, plugin, policies, policyeval
-from kplane.server.auth import authn, authz
+from kplane.server.admission import celauthorizer, following, matching, plugin, policies, policyeval
 from kplane.server.registry import admitting
 
 NAME = "ValidatingAdmissionPolicy"
@@ -218,58 +216,10 @@ class ValidatingAdmissionPolicy(plugin.Base):
             params=param,
             namespace_object=_namespace_object(namespace),
         )
-        with celadmission.activation(scope, req, self._authorize(attrs)) as data:
+        with celadmission.activation(
+            scope, req, celauthorizer.for_request(self._ctx.authorizer, attrs)
+        ) as data:
             return policyeval.evaluate(policy, data)
-
-    def _authorize(self, attrs: admitting.Attributes) -> celauthz.Authorize:
-        """The CEL ``authorizer`` of this request: the server's authorizer, asked as the request's
-        user (or as ``authorizer.serviceAccount(...)``'s account)."""
-        authorizer = self._ctx.authorizer
-        if authorizer is None:
-            return celauthz.allow_all
-        requester = attrs.user
-        me = (
-            authn.UserInfo(
-                requester.username,
-                requester.uid,
-                requester.groups,
-                {k: tuple(v) for k, v in requester.extra.items()},
-            )
-            if requester is not None
-            else authn.UserInfo("")
-        )
-
-        def check(a: celauthz.Attributes) -> tuple[str, str]:
-            user = me if a.user == me.name else _service_account_user(a.user)
-            decision = authorizer(
-                authz.Attributes(
-                    user,
-                    a.verb,
-                    resource_request=not a.path,
-                    group=a.group,
-                    resource=a.resource,
-                    subresource=a.subresource,
-                    namespace=a.namespace,
-                    name=a.name,
-                    path=a.path,
-                )
-            )
-            verdict = {authz.Verdict.ALLOW: "allow", authz.Verdict.DENY: "deny"}.get(
-                decision.verdict, "noopinion"
-            )
-            return verdict, decision.reason
-
-        return check
-
-
-def _service_account_user(name: str) -> authn.UserInfo:
-    """The user ``authorizer.serviceAccount(ns, name)`` checks as (upstream's service account
-    groups)."""
-    parts = name.split(":")
-    groups: tuple[str, ...] = ()
-    if len(parts) == 4 and name.startswith("system:serviceaccount:"):
-        groups = ("system:serviceaccounts", f"system:serviceaccounts:{parts[2]}", "system:authenticated")
-    return authn.UserInfo(name, groups=groups)
 
 
 def _act(

@@ -23,7 +23,7 @@ from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.api.cel import admission as celadmission
 from kplane.api.cel import engine
-from kplane.server.admission import admissionreview, matching, plugin
+from kplane.server.admission import admissionreview, celauthorizer, matching, plugin
 from kplane.server.admission.webhookconfigs import Hook
 from kplane.server.registry import admitting
 from kplane.server.registry.objects import to_storage, to_version
@@ -191,7 +191,8 @@ class Dispatcher:
         request = admissionreview.admission_request("", attrs, inv.record, inv.obj, inv.old)
         failures: list[str] = []
         req = celadmission.Request(request, inv.obj, inv.old)
-        with celadmission.activation(celadmission.WEBHOOK_MATCH, req) as data:
+        authorize = celauthorizer.for_request(self._ctx.authorizer, attrs)
+        with celadmission.activation(celadmission.WEBHOOK_MATCH, req, authorize) as data:
             for cond in inv.hook.conditions:
                 if cond.program is None:
                     failures.append(f"expression '{cond.expression}' resulted in error: {cond.error}")
