@@ -22,7 +22,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
 from tests.e2e.conftest import Server, requires_kubectl, start_server
-from tests.e2e.helpers import Kube, unique
+from tests.e2e.helpers import Kube, poll, unique
 
 pytestmark = requires_kubectl
 
@@ -331,3 +331,40 @@ def test_python_client_sees_warning(srv: Server) -> None:
         )
     finally:
         api_client.close()
+
+
+def test_status_type_checking(srv: Server) -> None:
+    """The status controller type-checks validations against the matched kinds (typechecking.go):
+    a misspelt field is a warning ``<gv>, Kind=<kind>: <cel-go issue>`` at its fieldRef, the write
+    itself succeeds; a correct policy gets an empty typeChecking and its observedGeneration."""
+    api = _api(srv)
+    name, good = unique("typo"), unique("typed")
+    policy = _replica_policy(name)
+    policy["spec"]["validations"] = [
+        {"expression": "object.spec.replicas >= 0"},
+        {"expression": "object.spec.replicass <= 5"},
+    ]
+    _apply(srv, policy)
+    path = f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"
+
+    def status_of(path: str) -> dict[str, Any]:
+        return dict(api.get(path).json().get("status") or {})
+
+    poll(lambda: status_of(path).get("observedGeneration") == 1)
+    assert status_of(path) == {
+        "observedGeneration": 1,
+        "typeChecking": {
+            "expressionWarnings": [
+                {
+                    "fieldRef": "spec.validations[1].expression",
+                    "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicass'\n"
+                    " | object.spec.replicass <= 5\n"
+                    " | ...........^",
+                }
+            ]
+        },
+    }
+    _apply(srv, _replica_policy(good))
+    good_path = f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{good}"
+    poll(lambda: status_of(good_path).get("observedGeneration") == 1)
+    assert status_of(good_path) == {"observedGeneration": 1, "typeChecking": {}}

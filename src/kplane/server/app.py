@@ -58,6 +58,7 @@ from kplane.server.registry import (
     converting,
     crds,
     flowcontrolconfig,
+    policystatus,
     quotas,
     rbacpolicy,
 )
@@ -182,6 +183,7 @@ class APIServer:
         self._runner: web.ServerRunner | None = None
         self._namespaces: NamespaceLifecycle | None = None
         self._crds: CRDController | None = None
+        self._policy_status: policystatus.PolicyStatus | None = None
         self._aggregator: rbacpolicy.Aggregator | None = None
         self._unlisten_rbac: Any = None
         self._unlisten_flowcontrol: Any = None
@@ -288,6 +290,7 @@ class APIServer:
         await self._namespaces.bootstrap()
         self._crds = CRDController(self.registry, self.catalog, cfg.clock)
         await self._crds.start()
+        self._policy_status = policystatus.PolicyStatus(self.registry, self.catalog)
         self._hooks.update(("start-apiextensions-controllers", "crd-informer-synced"))
         self._quotas = quotas.QuotaController(self.registry, self.catalog)
         await self._quotas.start()
@@ -529,6 +532,8 @@ class APIServer:
             await self._namespaces.close()
         if self._crds is not None:
             await self._crds.close()
+        if self._policy_status is not None:
+            await self._policy_status.close()
         if self._token_secrets is not None:
             await self._token_secrets.close()
         if self._quotas is not None:

@@ -162,7 +162,7 @@ class SchemaTypes:
             file = descriptor_pb2.FileDescriptorProto()
             proto.DESCRIPTOR.CopyToProto(file)
             self.pool.Add(file)
-        for msg in (types.Quantity, types.URL, types.IP, types.CIDR, types.NamedFormat):
+        for msg in types.MESSAGES:
             file = descriptor_pb2.FileDescriptorProto()
             msg.DESCRIPTOR.file.CopyToProto(file)
             self.pool.Add(file)

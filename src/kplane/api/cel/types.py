@@ -62,6 +62,9 @@ Decision = _message_type(
     "kubernetes.authorization", "Decision", (("allowed", _BOOL), ("reason", _STRING), ("error", _STRING))
 )
 
+MESSAGES = (Quantity, URL, IP, CIDR, NamedFormat, Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision)
+"""Every message class above (a descriptor pool checking expressions needs them all)."""
+
 T = cel.Type
 QUANTITY = T("kubernetes.Quantity")
 URL_T = T("kubernetes.URL")
