@@ -166,6 +166,33 @@ def test_mutating_webhook_patch_is_applied(
     assert hooks.received["/annotate"][-1]["apiVersion"] == "admission.k8s.io/v1beta1"
 
 
+def test_a_webhook_patch_is_pruned_and_validated(
+    api: Kube, hooks: WebhookServer, ns: str, configs: list[str]
+) -> None:
+    """What a webhook adds is pruned and validated as the client's body is (unknown fields dropped,
+    an invalid value refused with 422)."""
+
+    def mutate(review: Review) -> Review:
+        name = review["request"]["name"]
+        value = "bad key" if name == "invalid" else "ok"
+        return patch(
+            review,
+            [
+                {"op": "add", "path": "/unknownField", "value": 1},
+                {"op": "add", "path": f"/data/{value}", "value": "x"},
+            ],
+        )
+
+    hooks.handlers["/extra"] = mutate
+    _install(api, configs, MWC, _hook("extra.example.com", ns, hooks.url("/extra"), hooks.ca_bundle))
+    created = api.ok("POST", f"/api/v1/namespaces/{ns}/configmaps", configmap("pruned", ns))
+    assert "unknownField" not in created and created["data"] == {"k": "v", "ok": "x"}
+    st = assert_status(
+        api.post(f"/api/v1/namespaces/{ns}/configmaps", configmap("invalid", ns)), 422, "Invalid"
+    )
+    assert [c["field"] for c in st["details"]["causes"]] == ["data[bad key]"], st
+
+
 def test_reinvocation_if_needed(api: Kube, hooks: WebhookServer, ns: str, configs: list[str]) -> None:
     """An IfNeeded webhook is called again when a later webhook changed the object."""
     calls: list[Any] = []

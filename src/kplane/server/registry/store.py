@@ -15,6 +15,7 @@ stale ``resourceVersion`` always gets 409 Conflict.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -197,9 +198,10 @@ class Registry:
         # IPs...), which the creator therefore does not own. Fields the server sets are trusted
         # and need no schema validation.
         obj, schema_errs = self.schema.process(record, obj, None, opts)
-        if record.has_status and not strat.keep_status_on_create:
-            # the strategy resets status before upstream validates anything, so a client's status
-            # (a protobuf body's dropped zero scalars: kubectl autoscale's HPA) never fails a create
+        # the strategy resets status before upstream validates anything, so a client's status
+        # (a protobuf body's dropped zero scalars: kubectl autoscale's HPA) never fails a create
+        drop_status = record.has_status and not strat.keep_status_on_create
+        if drop_status:
             schema_errs = [e for e in schema_errs if e.field.split(".", 1)[0] != "status"]
         if not schema_errs:
             obj = self.schema.managed(record, None, obj, opts, rfc3339(self.clock))
@@ -215,6 +217,14 @@ class Registry:
             audit_annotations=opts.audit_annotations,
         )
         await self.admission.mutate(attrs)
+        if attrs.reinvocation is not None and attrs.reinvocation.requested:
+            # A webhook changed the object: pruned, defaulted and checked again, as upstream decodes
+            # and validates after admission (its output is not held to fieldValidation).
+            quiet = dataclasses.replace(opts, field_validation="Ignore", warnings=[])
+            obj, schema_errs = self.schema.process(record, obj, None, quiet)
+            if drop_status:
+                schema_errs = [e for e in schema_errs if e.field.split(".", 1)[0] != "status"]
+            attrs.obj = obj
         meta = obj["metadata"]
         meta["uid"] = objectmeta.new_uid()  # before the strategy, which may use it (Job selectors)
         meta["creationTimestamp"] = rfc3339(self.clock)
