@@ -7,8 +7,9 @@ recorded: each write's user and time, one hour of retention) and one with ``--no
 and alternates, ``--rounds`` times, ``create_throughput.py`` (ConfigMap creates/s, 16 clients) and
 ``reconcile_throughput.py`` (a kplane.runtime operator with 8 workers: traced against the first
 server, ``kplane-untraced`` against the second) between them, so both sides see the same machine
-load. Prints one JSON line: each round's figures, the medians and the cost in percent
-(``(off - on) / off``). kplane-specific by design: it compares two configurations of kplane.
+load. Prints one JSON line: each round's figures (rates, and the server's CPU per create and the
+operator's CPU per object, which a loaded machine disturbs less), the medians and the cost in
+percent. kplane-specific by design: it compares two configurations of kplane.
 """
 
 from __future__ import annotations
@@ -66,31 +67,36 @@ def _json_run(script: str, *args: str) -> dict[str, Any]:
     return result
 
 
-def creates(kubeconfig: str, pid: int, duration: float) -> float:
+def creates(kubeconfig: str, pid: int, duration: float) -> tuple[float, float]:
+    """(creates/s, server CPU µs per create)."""
     result = _json_run(
         "create_throughput.py", "--kubeconfig", kubeconfig, "--duration", str(duration),
         "--samples", "50", "--server-pid", str(pid),
     )  # fmt: skip
-    return float(result["creates_per_s"])
+    return float(result["creates_per_s"]), float(result["server_cpu_us_per_create"])
 
 
-def reconciles(kubeconfig: str, operator: str, count: int) -> float:
+def reconciles(kubeconfig: str, operator: str, count: int) -> tuple[float, float]:
+    """(reconciled objects/s, operator CPU ms per object)."""
     result = _json_run(
         "reconcile_throughput.py", "--kubeconfig", kubeconfig, "--count", str(count),
         "--latency-samples", "5", "--operators", f"{operator}:8",
     )  # fmt: skip
-    return float(result["runs"][0]["objects_per_s"])
+    run = result["runs"][0]
+    return float(run["objects_per_s"]), float(run["operator_cpu_ms_per_object"])
 
 
-def cost(on: list[float], off: list[float]) -> dict[str, Any]:
-    """Medians of both sides and the cost of ``on`` in percent of ``off``."""
+def cost(on: list[float], off: list[float], *, lower_is_better: bool = False) -> dict[str, Any]:
+    """Medians of both sides and the cost of ``on`` in percent of ``off`` (for a rate, what it
+    loses; for a CPU time, what it adds)."""
     m_on, m_off = statistics.median(on), statistics.median(off)
+    pct = (m_on - m_off) / m_off if lower_is_better else (m_off - m_on) / m_off
     return {
         "on": on,
         "off": off,
-        "median_on": round(m_on, 1),
-        "median_off": round(m_off, 1),
-        "cost_pct": round(100.0 * (m_off - m_on) / m_off, 1),
+        "median_on": round(m_on, 3),
+        "median_off": round(m_off, 3),
+        "cost_pct": round(100.0 * pct, 1),
     }
 
 
@@ -100,10 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=5.0, help="seconds of create load per round")
     parser.add_argument("--count", type=int, default=1000, help="objects reconciled per round")
     args = parser.parse_args(argv)
-    create_on: list[float] = []
-    create_off: list[float] = []
-    rec_on: list[float] = []
-    rec_off: list[float] = []
+    create_on: list[tuple[float, float]] = []
+    create_off: list[tuple[float, float]] = []
+    rec_on: list[tuple[float, float]] = []
+    rec_off: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory(prefix="kplane-history-cost-") as tmp:
         os.chmod(tmp, 0o700)
         with (
@@ -125,8 +131,14 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "benchmark": "history_cost",
-                "creates_per_s": cost(create_on, create_off),
-                "reconciles_per_s": cost(rec_on, rec_off),
+                "creates_per_s": cost([c[0] for c in create_on], [c[0] for c in create_off]),
+                "server_cpu_us_per_create": cost(
+                    [c[1] for c in create_on], [c[1] for c in create_off], lower_is_better=True
+                ),
+                "reconciles_per_s": cost([r[0] for r in rec_on], [r[0] for r in rec_off]),
+                "operator_cpu_ms_per_object": cost(
+                    [r[1] for r in rec_on], [r[1] for r in rec_off], lower_is_better=True
+                ),
             }
         )
     )

@@ -2,8 +2,9 @@
 
 creates/s with 16 concurrent writers for memory, SQLite (group commit, synchronous=FULL) and the
 cache over SQLite (what the server runs); the latency of listing 2,000 objects through the cache;
-and the cost of one SQLite point read inline on the loop versus on the reader thread (the reason
-``get`` runs inline).
+the cost of one SQLite point read inline on the loop versus on the reader thread (the reason
+``get`` runs inline); and SQLite creates/s with each write's writer and time recorded (object
+history) versus not, alternated over ``--rounds`` rounds in fresh stores (medians and the cost).
 
     python benchmarks/storage_bench.py [--creates N] [--dir DIR]
 
@@ -17,6 +18,7 @@ import argparse
 import asyncio
 import json
 import pathlib
+import statistics
 import sys
 import tempfile
 import time
@@ -74,7 +76,32 @@ async def _point_read_us(store: SQLiteStorage, rounds: int = 2_000) -> dict[str,
     return {"get_inline_us": round(inline, 1), "get_thread_us": round(threaded, 1)}
 
 
-async def main(creates: int, directory: str | None) -> dict[str, Any]:
+async def _history_cost(directory: str, creates: int, rounds: int) -> dict[str, Any]:
+    """Medians of SQLite creates/s recording writer and time vs not, alternated per round."""
+    on: list[float] = []
+    off: list[float] = []
+    for r in range(rounds):
+        for record in (True, False) if r % 2 == 0 else (False, True):
+            store = SQLiteStorage(
+                str(pathlib.Path(directory) / f"h-{r}-{record}.db"),
+                compaction_interval=0,
+                record_writes=record,
+            )
+            token = interface.WRITER.set("system:serviceaccount:bench:writer" if record else "")
+            try:
+                (on if record else off).append(await _creates_per_second(store, creates))
+            finally:
+                interface.WRITER.reset(token)
+                await store.close()
+    m_on, m_off = statistics.median(on), statistics.median(off)
+    return {
+        "sqlite_creates_per_s_history_on": round(m_on),
+        "sqlite_creates_per_s_history_off": round(m_off),
+        "history_cost_pct": round(100 * (m_off - m_on) / m_off, 1),
+    }
+
+
+async def main(creates: int, directory: str | None, rounds: int = 6) -> dict[str, Any]:
     out: dict[str, Any] = {"writers": WRITERS, "creates": creates}
     mem = memory.MemoryStorage()
     out["memory_creates_per_s"] = round(await _creates_per_second(mem, creates))
@@ -91,6 +118,8 @@ async def main(creates: int, directory: str | None) -> dict[str, Any]:
         out["cached_sqlite_creates_per_s"] = round(await _creates_per_second(cached, max(creates, 2_000)))
         out["cache_list_2000_ms"] = round(await _list_latency_ms(cached), 3)
         await cached.close()
+        if rounds:
+            out.update(await _history_cost(tmp, creates, rounds))
     return out
 
 
@@ -98,6 +127,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--creates", type=int, default=8_000)
     parser.add_argument("--dir", default=None, help="directory for the SQLite files")
+    parser.add_argument("--rounds", type=int, default=6, help="history on/off rounds (0: skip)")
     args = parser.parse_args()
     try:
         import uvloop
@@ -106,7 +136,7 @@ if __name__ == "__main__":
         loop_name = "uvloop"
     except ImportError:
         runner, loop_name = asyncio.run, "asyncio"
-    result = runner(main(args.creates, args.dir))
+    result = runner(main(args.creates, args.dir, args.rounds))
     result["loop"] = loop_name
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")

@@ -191,7 +191,8 @@ class Tracer:
             )
             trace.trace_id = format(trace.span.get_span_context().trace_id, "032x")
         else:
-            trace.trace_id = uuid.uuid4().hex
+            # a reconcile id is a fresh uuid4 already: its 32 hex digits serve as the trace id
+            trace.trace_id = reconcile_id.replace("-", "") if len(reconcile_id) == 36 else uuid.uuid4().hex
         return trace
 
     def end(self, trace: Trace, result: str, error: str = "") -> None:
