@@ -489,10 +489,36 @@ def test_audit_annotations_reach_the_audit_log(tmp_path: Path, hooks: WebhookSer
             "/api/v1/namespaces",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}},
         )
+        hooks.handlers["/stamp"] = lambda review: patch(
+            review, [{"op": "add", "path": "/metadata/labels", "value": {"s": "1"}}]
+        )
         _install(api, [], VWC, _hook("audit.example.com", ns, hooks.url("/audited"), hooks.ca_bundle))
+        _install(
+            api,
+            [],
+            VWC,
+            _hook("dead.example.com", ns, "https://127.0.0.1:1/x", hooks.ca_bundle, failurePolicy="Ignore"),
+        )
+        mutating = _install(
+            api, [], MWC, _hook("stamp.example.com", ns, hooks.url("/stamp"), hooks.ca_bundle)
+        )
         api.ok("POST", f"/api/v1/namespaces/{ns}/configmaps", configmap("a1", ns))
         events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
         (event,) = [e for e in events if e.get("verb") == "create" and e["objectRef"].get("name") == "a1"]
-        assert event["annotations"]["audit.example.com/decision"] == "looked fine"
+        notes = event["annotations"]
+        assert notes["audit.example.com/decision"] == "looked fine"
+        # upstream's own annotations (webhook/mutating/dispatcher.go webhookAnnotator, validating
+        # dispatcher's failed-open key)
+        assert json.loads(notes["mutation.webhook.admission.k8s.io/round_0_index_0"]) == {
+            "configuration": mutating,
+            "webhook": "stamp.example.com",
+            "mutated": True,
+        }
+        failed_open = {
+            k: v
+            for k, v in notes.items()
+            if k.startswith("failed-open.validating.webhook.admission.k8s.io/round_0_index_")
+        }
+        assert list(failed_open.values()) == ["dead.example.com"]
     finally:
         srv.stop()

@@ -24,6 +24,7 @@ from kplane.server.registry import admitting
 from kplane.server.webhooks import client as webhookclient
 
 NAME = "MutatingAdmissionWebhook"
+_MUTATION = "mutation.webhook.admission.k8s.io/"
 
 
 class MutatingWebhook(plugin.Base):
@@ -52,8 +53,8 @@ class MutatingWebhook(plugin.Base):
             return
         previously: list[str] = []
         reinvoke: set[str] = set()
-        for hook in hooks:
-            invoked, changed = await self._run(hook, attrs)
+        for index, hook in enumerate(hooks):
+            invoked, changed = await self._run(hook, attrs, 0, index)
             if changed:
                 # every IfNeeded webhook called before this change must see it
                 reinvoke.update(previously)
@@ -80,23 +81,34 @@ class MutatingWebhook(plugin.Base):
         previously, reinvoke, output = state
         if not patchbase.json_equal(attrs.obj, output):
             reinvoke = reinvoke | set(previously)
-        for hook in hooks:
+        for index, hook in enumerate(hooks):
             if hook.uid in reinvoke:
-                await self._run(hook, attrs)
+                await self._run(hook, attrs, 1, index)
 
-    async def _run(self, hook: webhookconfigs.Hook, attrs: admitting.Attributes) -> tuple[bool, bool]:
-        """Call ``hook`` if it applies; (whether it was called, whether it changed the object)."""
+    async def _run(
+        self, hook: webhookconfigs.Hook, attrs: admitting.Attributes, round_: int, index: int
+    ) -> tuple[bool, bool]:
+        """Call ``hook`` if it applies; (whether it was called, whether it changed the object).
+        Records upstream's audit annotations of the call (``mutation.webhook.admission.k8s.io/``,
+        ``failed-open.mutation.webhook.admission.k8s.io/`` when it failed open)."""
         inv = await self._dispatch.should_call(hook, attrs)
         if inv is None:
             return False, False
+        where = f"round_{round_}_index_{index}"
+        changed = False
         try:
             verdict = await self._dispatch.call(inv, attrs)
-            return True, self._apply(inv, attrs, verdict.patch, verdict.patch_type)
+            changed = self._apply(inv, attrs, verdict.patch, verdict.patch_type)
+            return True, changed
         except webhookdispatch.CallFailure as failure:
             err = webhookdispatch.failure_error(hook, failure)
             if err is not None:
                 raise err from None
+            attrs.audit_annotations[f"failed-open.{_MUTATION}{where}"] = hook.name
             return True, False
+        finally:
+            record = {"configuration": hook.configuration, "webhook": hook.name, "mutated": changed}
+            attrs.audit_annotations[_MUTATION + where] = orjson.dumps(record).decode()
 
     def _apply(
         self, inv: webhookdispatch.Invocation, attrs: admitting.Attributes, patch: bytes, kind: str

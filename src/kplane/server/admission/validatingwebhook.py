@@ -16,6 +16,7 @@ from kplane.server.registry import admitting
 from kplane.server.webhooks import client as webhookclient
 
 NAME = "ValidatingAdmissionWebhook"
+_FAILED_OPEN = "failed-open.validating.webhook.admission.k8s.io/"
 
 
 class ValidatingWebhook(plugin.Base):
@@ -40,18 +41,21 @@ class ValidatingWebhook(plugin.Base):
                 invocations.append(inv)
         if not invocations:
             return
-        outcomes = await asyncio.gather(*(self._one(inv, attrs) for inv in invocations))
+        outcomes = await asyncio.gather(*(self._one(inv, attrs, i) for i, inv in enumerate(invocations)))
         for err in outcomes:
             if err is not None:
                 raise err
 
     async def _one(
-        self, inv: webhookdispatch.Invocation, attrs: admitting.Attributes
+        self, inv: webhookdispatch.Invocation, attrs: admitting.Attributes, index: int
     ) -> errors.APIError | None:
         try:
             await self._dispatch.call(inv, attrs)
         except webhookdispatch.CallFailure as failure:
-            return webhookdispatch.failure_error(inv.hook, failure)
+            err = webhookdispatch.failure_error(inv.hook, failure)
+            if err is None:  # upstream's failed-open audit annotation
+                attrs.audit_annotations[f"{_FAILED_OPEN}round_0_index_{index}"] = inv.hook.name
+            return err
         except errors.APIError as err:
             return err
         return None
