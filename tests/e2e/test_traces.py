@@ -4,6 +4,8 @@ behind the API server's authentication and RBAC."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 
 from tests.e2e.conftest import Server, requires_kubectl
@@ -38,3 +40,36 @@ def test_builtin_controller_traces_are_served(cluster: Server) -> None:
     assert len(first["traceID"]) == 32
     denied = cluster.kubectl("get", "--raw", "/debug/kplane/traces", "--as=nobody", check=False)
     assert denied.returncode != 0 and "forbidden" in denied.stderr
+
+
+def test_kplane_why_names_the_builtin_controller_behind_a_revision(cluster: Server) -> None:
+    """``kplane why deploy/NAME --revision N`` for a revision the deployment controller wrote shows
+    that controller's reconcile, what triggered it and the write (traces read from the API server)."""
+    cluster.kubectl("create", "deployment", "explained", "--image=nginx")
+    deadline = time.monotonic() + 20
+    revision = ""
+    while time.monotonic() < deadline and not revision:
+        out = cluster.kubectl(
+            "get", "--raw", "/debug/kplane/traces?controller=deployment&writeName=explained"
+        )
+        writes = [
+            w
+            for t in json.loads(out.stdout)["items"]
+            for w in t["writes"]
+            if w["resource"] == "deployments.apps" and w["name"] == "explained" and w["resourceVersion"]
+        ]
+        revision = writes[0]["resourceVersion"] if writes else ""
+        time.sleep(0.2)
+    assert revision, "the deployment controller wrote the Deployment"
+    res = subprocess.run(
+        [sys.executable, "-m", "kplane.cli.main", "why", "deploy/explained", "--revision", revision,
+         "--kubeconfig", str(cluster.kubeconfig)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith(f"revision {revision} of Deployment default/explained: UPDATE at ")
+    assert any(line.startswith("reconcile of deployment for default/explained: ") for line in lines)
+    assert any(
+        line.endswith("<- this revision") and "deployments.apps default/explained" in line for line in lines
+    )
