@@ -193,6 +193,22 @@ def test_a_webhook_patch_is_pruned_and_validated(
     assert [c["field"] for c in st["details"]["causes"]] == ["data[bad key]"], st
 
 
+def test_a_webhook_cannot_move_an_object_to_another_namespace(
+    api: Kube, hooks: WebhookServer, ns: str, configs: list[str]
+) -> None:
+    """rest.BeforeCreate checks the namespace after admission: a webhook's move is refused."""
+    hooks.handlers["/move"] = lambda review: patch(
+        review, [{"op": "replace", "path": "/metadata/namespace", "value": "default"}]
+    )
+    _install(api, configs, MWC, _hook("move.example.com", ns, hooks.url("/move"), hooks.ca_bundle))
+    resp = api.post(f"/api/v1/namespaces/{ns}/configmaps", configmap("moved", ns))
+    st = assert_status(resp, 400, "BadRequest")
+    assert (
+        st["message"]
+        == "the namespace of the provided object does not match the namespace sent on the request"
+    )
+
+
 def test_reinvocation_if_needed(api: Kube, hooks: WebhookServer, ns: str, configs: list[str]) -> None:
     """An IfNeeded webhook is called again when a later webhook changed the object."""
     calls: list[Any] = []

@@ -220,6 +220,15 @@ class Registry:
         if attrs.reinvocation is not None and attrs.reinvocation.requested:
             # A webhook changed the object: pruned, defaulted and checked again, as upstream decodes
             # and validates after admission (its output is not held to fieldValidation).
+            metatypes.check_metadata(obj, record.kind, record.version)
+            changed_ns = obj["metadata"].get("namespace")
+            if record.namespaced and changed_ns not in (None, "", namespace):
+                # rest.BeforeCreate's check, which upstream runs after admission
+                raise errors.BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            if record.namespaced:
+                obj["metadata"]["namespace"] = namespace
             quiet = dataclasses.replace(opts, field_validation="Ignore", warnings=[])
             obj, schema_errs = self.schema.process(record, obj, None, quiet)
             if drop_status:
