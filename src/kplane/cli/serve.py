@@ -47,6 +47,12 @@ def add_parser(sub: Any) -> None:
         "--etcd-prefix", default="", help="prefix of every key kplane writes to etcd (default: none)"
     )
     p.add_argument(
+        "--etcd-compaction-interval",
+        type=_duration,
+        default=300,
+        help="how often etcd's history is compacted, e.g. 5m (default 5m; 0s: never)",
+    )
+    p.add_argument(
         "--event-ttl",
         type=_duration,
         default=3600,
@@ -286,6 +292,7 @@ def run(args: argparse.Namespace) -> int:
         etcd_keyfile=args.etcd_keyfile,
         etcd_prefix=args.etcd_prefix,
         event_ttl=args.event_ttl,
+        etcd_compaction_interval=args.etcd_compaction_interval,
         pki_dir=args.pki_dir,
         insecure_port=args.insecure_port,
         token_file=args.token_file,

@@ -106,6 +106,8 @@ class ServerConfig:
     etcd_request_timeout: float = 5.0
     """Seconds one etcd call may take before the request fails (504)."""
     event_ttl: int = 3600
+    etcd_compaction_interval: float = 300.0
+    """Seconds between two compactions of etcd's history (upstream's 5 m; 0: kplane never compacts)."""
     pki_dir: Path | None = None
     """Another server's ``pki`` directory to share (several servers of one etcd cluster): ``data_dir/pki``
     becomes a link to it."""
@@ -468,7 +470,13 @@ class APIServer:
         files = (cfg.etcd_cafile, cfg.etcd_certfile, cfg.etcd_keyfile)
         tls = etcd.TLSFiles(*files) if any(f is not None for f in files) else None
         client = etcd.EtcdClient(cfg.etcd_servers, tls=tls, timeout=cfg.etcd_request_timeout)
-        backend = etcd.EtcdStorage(client, key_prefix=cfg.etcd_prefix, event_ttl=cfg.event_ttl)
+        backend = etcd.EtcdStorage(
+            client,
+            key_prefix=cfg.etcd_prefix,
+            event_ttl=cfg.event_ttl,
+            compaction_interval=cfg.etcd_compaction_interval,
+            clock=cfg.clock,
+        )
         try:
             await backend.start()
         except BaseException:
