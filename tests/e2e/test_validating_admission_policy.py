@@ -368,3 +368,32 @@ def test_status_type_checking(srv: Server) -> None:
     good_path = f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{good}"
     poll(lambda: status_of(good_path).get("observedGeneration") == 1)
     assert status_of(good_path) == {"observedGeneration": 1, "typeChecking": {}}
+
+
+def test_delete_is_validated_with_old_object(srv: Server) -> None:
+    """DELETE requests are admitted with ``oldObject`` the object being deleted (``object`` null):
+    a Warn binding's warning reaches ``kubectl delete``."""
+    policy, ns = unique("del"), unique("ns")
+    _configmap_policy(
+        srv,
+        policy,
+        ns,
+        [
+            {
+                "expression": "!has(oldObject.metadata.labels) || !('keep' in oldObject.metadata.labels)",
+                "message": "labelled keep",
+            }
+        ],
+        ["Warn"],
+    )
+    path = f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{policy}"
+    body = _api(srv).get(path).json()
+    body["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["DELETE"]
+    assert _api(srv).put(path, body).status == 200
+    srv.kubectl("-n", ns, "create", "configmap", "c1")
+    srv.kubectl("-n", ns, "label", "configmap", "c1", "keep=yes")
+    res = srv.kubectl("-n", ns, "delete", "configmap", "c1")
+    assert (
+        f"Warning: Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{policy}': "
+        "labelled keep"
+    ) in res.stderr

@@ -49,6 +49,9 @@ class DeleteOptions:
     resource_version: str | None = None
     dry_run: bool = False
     requester: Requester | None = None
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    """Reported back (the reply's ``Warning`` header), as a write's ``WriteOptions.warnings``."""
+    audit_annotations: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class _NoChange(Exception):
@@ -510,6 +513,8 @@ class Registry:
                 await self.conversion.served(record, current),
                 user=opts.requester,
                 dry_run=opts.dry_run,
+                warnings=opts.warnings,
+                audit_annotations=opts.audit_annotations,
             )
             await self.admission.mutate(attrs)
             await self.admission.validate(attrs)
