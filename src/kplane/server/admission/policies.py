@@ -23,7 +23,7 @@ from typing import Any
 
 from kplane.api import labels
 from kplane.api.cel import admission as celadmission
-from kplane.api.cel import engine
+from kplane.api.cel import cost, engine
 from kplane.server.admission import matching
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,9 @@ class Expression:
     source: str
     program: engine.Program
     needs: tuple[str, ...] = ()
+    cost_tree: cost.Node | None = None
+    """Set when the expression iterates (a comprehension): only those can pass the per-call
+    cost limit on an object that fits a request, so only those are measured before they run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +168,22 @@ class _Compiler:
 
     def expression(self, source: str, scope: celadmission.Scope | None = None) -> Expression:
         program = celadmission.compile(source, scope or self.scope, stored=True)
-        return Expression(source, program, self.needs(source))
+        return Expression(source, program, self.needs(source), _iterating(program))
+
+
+def _iterating(program: engine.Program) -> cost.Node | None:
+    try:
+        tree = cost.decode(program.serialize())
+    except (ValueError, IndexError, StopIteration):
+        return None
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        if node.kind == "comprehension":
+            return tree
+        pending.extend(node.children)
+        pending.extend(node.parts.values())
+    return None
 
 
 def compile_policy(obj: Object) -> Policy:

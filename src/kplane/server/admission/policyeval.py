@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kplane.api.cel import engine
+from kplane.api.cel import cost, engine
 from kplane.server.admission import policies
 
 MESSAGE_LIMIT = 5 * 1024
@@ -47,6 +47,7 @@ class _Variables:
         self._data = data
         self._values: dict[str, Any] = {}
         self._errors: dict[str, str] = {}
+        self.budget = cost.RUNTIME_BUDGET
         if policy.variables:
             data["variables"] = self._values
 
@@ -63,9 +64,23 @@ class _Variables:
         return None
 
 
+class OutOfBudget(Exception):
+    """The evaluation's cost budget is spent (upstream's RuntimeCELCostBudget per binding)."""
+
+
 def _run(expr: policies.Expression, variables: _Variables, data: Mapping[str, Any]) -> tuple[Any, str | None]:
-    """(value, None) or (None, upstream's error text)."""
+    """(value, None) or (None, upstream's error text). An iterating expression is first measured
+    on the actual sizes of its inputs (``api/cel/cost``): past the per-call limit it is an
+    error, and its cost is charged to the evaluation's budget."""
     failed = variables.ensure(expr.needs)
+    if failed is None and expr.cost_tree is not None:
+        actual = cost.estimate(expr.cost_tree, cost.value_sizes(dict(data)))
+        if actual > cost.PER_CALL_LIMIT:
+            failed = "operation cancelled: actual cost limit exceeded"
+        else:
+            variables.budget -= actual
+            if variables.budget < 0:
+                raise OutOfBudget
     if failed is None:
         try:
             return expr.program.eval(data), None
@@ -97,6 +112,19 @@ def _type_name(value: Any) -> str:
 
 def evaluate(policy: policies.Policy, data: dict[str, Any]) -> Result:
     """The failures and audit annotations of ``policy`` over ``data`` (see the module docstring)."""
+    try:
+        return _evaluate(policy, data)
+    except OutOfBudget:
+        result = Result()
+        if policy.fail:
+            message = (
+                "validation failed due to running out of cost budget, no further validation rules will be run"
+            )
+            result.failures.append(Failure(-1, message, error=True))
+        return result
+
+
+def _evaluate(policy: policies.Policy, data: dict[str, Any]) -> Result:
     result = Result()
     variables = _Variables(policy, data)
     if policy.conditions:
