@@ -32,7 +32,7 @@ from kplane.controllers import common, nodes
 log = logging.getLogger(__name__)
 
 RESOLUTION = 15.0
-IDLE_RESOLUTION = 60.0
+IDLE_RESOLUTION = 45.0  # within the server's 60 s staleness bound, with margin
 DEBOUNCE = 1.0
 WINDOW = "15s"
 DEFAULT_CPU = "1m"
