@@ -108,10 +108,13 @@ class Dispatcher:
         self._equivalents = matching.Equivalents(ctx.catalog)
 
     async def _namespace(self, name: str) -> Object | None:
+        """The namespace from the cache; on a miss, read again once the cache is in sync (upstream's
+        matcher falls back to a live GET: the namespace may be newer than the cache)."""
         peek = getattr(self._ctx.storage, "peek", None)
         if peek is not None:
             found = peek(_NAMESPACES + name)
-            return found if isinstance(found, dict) else None
+            if isinstance(found, dict):
+                return found
         record = self._ctx.record("", "v1", "namespaces")
         return await self._ctx.get(record, "", name)
 

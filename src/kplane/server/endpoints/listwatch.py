@@ -152,7 +152,11 @@ async def watch(scope: Scope) -> web.StreamResponse:
         first_row = True
         async for item in events:
             converted = None
-            if webhook_converted and item.type != "ERROR":
+            if (
+                webhook_converted
+                and item.type != "ERROR"
+                and (as_table or not _encoded_already(item, record, as_protobuf, metadata_only))
+            ):
                 try:
                     converted = await scope.registry.conversion.served(record, item.object)
                 except errors.APIError as err:  # the stream ends with the failure, as an ERROR event
@@ -211,6 +215,15 @@ def _encode(
             cached = ev.encoded[memo] = encode(item.type, obj)
         return cached
     return encode(item.type, obj)
+
+
+def _encoded_already(
+    item: watching.WatchItem, record: ResourceRecord, protobuf_frames: bool, metadata_only: str
+) -> bool:
+    """Whether another watcher already encoded this event for this view (then no conversion
+    webhook call is needed to send it)."""
+    ev = item.event
+    return ev is not None and (item.type, record.api_version, protobuf_frames, metadata_only) in ev.encoded
 
 
 def _line(kind: str, obj: Object) -> bytes:
