@@ -113,7 +113,9 @@ class Scheduler:
         self.events = events.EventRecorder(
             manager.api.dynamic.resource(common.EVENTS), events.EventSource(NAME), clock=manager.clock
         )
-        self._assumed: dict[str, tuple[str, dict[str, float]]] = {}  # pod key -> (node, requests)
+        # pod key -> (node, requests, uid): a pod re-created under the same name (a StatefulSet's)
+        # is a new pod, whatever became of the assumption about its predecessor
+        self._assumed: dict[str, tuple[str, dict[str, float], str]] = {}
         self._request_cache: dict[str, dict[str, float]] = {}
         self._binding: set[asyncio.Task[None]] = set()
         self.unschedulable: set[tuple[str, str]] = set()
@@ -152,8 +154,12 @@ class Scheduler:
             if pod is None or (pod.get("spec") or {}).get("nodeName"):
                 self._assumed.pop(key, None)  # gone, or its binding is in the cache now
             return runtime.Result()
+        uid = pod["metadata"].get("uid", "")
         if key in self._assumed:
-            return runtime.Result()  # bound already; the cache has not seen it yet
+            if self._assumed[key][2] == uid:
+                return runtime.Result()  # bound already; the cache has not seen it yet
+            del self._assumed[key]
+        self._prune_assumed()
         nodes = sorted(self._nodes.store.list(), key=lambda n: n["metadata"]["name"])
         reasons: dict[str, list[str]] = {}
         resolvable: dict[str, bool] = {}
@@ -175,7 +181,7 @@ class Scheduler:
             return runtime.Result(requeue_after=RETRY_UNSCHEDULABLE)
         # As upstream's binding cycle: the pod is assumed on its node at once and bound in the
         # background, so the next pod is scheduled without waiting for this round trip.
-        self._assumed[key] = (best[1], requests)
+        self._assumed[key] = (best[1], requests, uid)
         task = asyncio.get_running_loop().create_task(self._bind(pod, best[1]))
         self._binding.add(task)
         task.add_done_callback(self._binding.discard)
@@ -195,6 +201,18 @@ class Scheduler:
             found = self._request_cache[uid] = common.pod_requests(pod)
         return found
 
+    def _prune_assumed(self) -> None:
+        """Forget assumptions about pods that are gone, re-created or bound (then counted through
+        the node index), so none outlives its pod."""
+        for key, (_node, _req, uid) in list(self._assumed.items()):
+            current = self._pods.store.get_by_key(key)
+            if (
+                current is None
+                or current["metadata"].get("uid") != uid
+                or (current.get("spec") or {}).get("nodeName")
+            ):
+                del self._assumed[key]
+
     def _usage(self, node: str) -> tuple[dict[str, float], int]:
         used: dict[str, float] = {}
         count = 0
@@ -206,7 +224,7 @@ class Scheduler:
             count += 1
             for res, value in self._requests(pod).items():
                 used[res] = used.get(res, 0.0) + value
-        for assumed_node, req in self._assumed.values():
+        for assumed_node, req, _uid in self._assumed.values():
             if assumed_node == node:
                 count += 1
                 for res, value in req.items():
