@@ -7,7 +7,8 @@ deletes have been observed (``workload.Expectations``) and the DaemonSet is not 
 
 * **manage**, per node (``dsutil.should_run``): a node that should run a daemon pod and has none
   gets one (node affinity pinned to it; the scheduler binds it), at most 250 per sync in slow-start
-  batches; Failed pods are deleted (Warning ``FailedDaemonPod``); surplus pods go, keeping the
+  batches; Failed pods are deleted (Warning ``FailedDaemonPod``), per node no sooner than a
+  back-off of 1 s doubling to 15 min since the last such deletion; surplus pods go, keeping the
   oldest (with ``maxSurge``, the oldest updated and the oldest old one); pods on nodes that must
   not keep running one (an untolerated NoExecute taint, a selector no longer matching) are deleted;
 * **rolling update**, when manage had nothing to do: without surge, old pods are deleted on up to
@@ -50,6 +51,7 @@ class DaemonSetController:
         self.api = manager.api.dynamic
         self.clock = manager.clock
         self.expectations = workload.Expectations(manager.clock.monotonic)
+        self.failed_backoff = dsutil.FailedPodBackoff(manager.clock.monotonic)
         self.history = history.History(self.api, DAEMONSETS)
         self.recorder: events.EventRecorder = manager.event_recorder(COMPONENT)
         self._workers = workers
@@ -109,11 +111,14 @@ class DaemonSetController:
         for pod in pods:
             by_node.setdefault(dsutil.target_node(pod), []).append(pod)
         now = self.clock.now()
+        backoff: float | None = None
         if self.expectations.satisfied(key) and not meta(ds).get("deletionTimestamp"):
-            acted = await self._manage(ds, key, nodes, by_node, hash_)
+            acted, backoff = await self._manage(ds, key, nodes, by_node, hash_)
             if not acted and dsutil.rolling(ds):
                 await self._rolling_update(ds, key, nodes, by_node, hash_, now)
         status, wait = self._status(ds, nodes, by_node, hash_, now)
+        if backoff is not None:
+            wait = backoff if wait is None else min(wait, backoff)
         old = ds.get("status") or {}
         if any(old.get(k, 0) != v for k, v in status.items()):
             await self._patch_status(ds, status)
@@ -131,12 +136,14 @@ class DaemonSetController:
 
     async def _manage(
         self, ds: Object, key: str, nodes: list[Object], by_node: dict[str, list[Object]], hash_: str
-    ) -> bool:
-        """Create and delete pods so each node has what it should; True when anything was sent."""
+    ) -> tuple[bool, float | None]:
+        """Create and delete pods so each node has what it should: whether anything was sent, and
+        when to come back for a failed pod held by its back-off."""
         surge, _ = dsutil.budgets(ds, len(nodes))
         creates: list[str] = []
         deletes: list[Object] = []
         known: set[str] = set()
+        held: float | None = None
         for node in nodes:
             name = meta(node)["name"]
             known.add(name)
@@ -150,6 +157,13 @@ class DaemonSetController:
                     if meta(pod).get("deletionTimestamp"):
                         continue
                     if common.is_terminal(pod):
+                        # upstream: deleting failed pods fights a kubelet that rejects them; back off
+                        backoff_key = f"{meta(ds).get('uid')}/{name}"
+                        left = self.failed_backoff.in_backoff(backoff_key)
+                        if left > 0:
+                            held = left if held is None else min(held, left)
+                            continue
+                        self.failed_backoff.next(backoff_key)
                         self.recorder.event(
                             ds,
                             "Warning",
@@ -168,11 +182,11 @@ class DaemonSetController:
                 deletes.extend(p for p in node_pods if not meta(p).get("deletionTimestamp"))
         creates = creates[:BURST]
         if not creates and not deletes:
-            return False
+            return False, held
         self.expectations.expect(key, adds=len(creates), deletes=[workload.pod_key(p) for p in deletes])
         await self._delete(ds, key, deletes)
         await self._create(ds, key, creates, hash_)
-        return True
+        return True, held
 
     async def _rolling_update(
         self,

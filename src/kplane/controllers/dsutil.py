@@ -7,6 +7,7 @@ node for the scheduler to bind), the node a pod targets, and rolling-update budg
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from kplane.controllers import common, scheduler, workload
@@ -146,3 +147,39 @@ def budgets(ds: Object, desired: int) -> tuple[int, int]:
 def oldest_first(pods: list[Object]) -> list[Object]:
     """By creation time (then name), oldest first."""
     return sorted(pods, key=lambda p: (meta(p).get("creationTimestamp") or "", meta(p).get("name") or ""))
+
+
+class FailedPodBackoff:
+    """client-go's ``flowcontrol.Backoff`` as the DaemonSet controller uses it for failed pods, per
+    (DaemonSet, node): 1 s doubling to 15 min; an entry idle for twice the maximum starts over.
+    Times are ``monotonic()`` seconds."""
+
+    def __init__(
+        self, monotonic: Callable[[], float], *, initial: float = 1.0, maximum: float = 900.0
+    ) -> None:
+        self._monotonic = monotonic
+        self._initial = initial
+        self._maximum = maximum
+        self._entries: dict[str, tuple[float, float]] = {}  # key -> (delay, last update)
+
+    def in_backoff(self, key: str) -> float:
+        """Seconds left before ``key`` may act again (0: it may now)."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return 0.0
+        delay, last = entry
+        return max(0.0, delay - (self._monotonic() - last))
+
+    def next(self, key: str) -> None:
+        """Record an action for ``key``: its delay starts at the initial one or doubles (capped)."""
+        now = self._monotonic()
+        entry = self._entries.get(key)
+        if entry is None or now - entry[1] > 2 * self._maximum:
+            delay = self._initial
+        else:
+            delay = min(entry[0] * 2, self._maximum)
+        self._entries[key] = (delay, now)
+        if len(self._entries) > 10_000:  # bounded: drop entries idle long enough to start over
+            stale = [k for k, (_d, at) in self._entries.items() if now - at > 2 * self._maximum]
+            for k in stale:
+                del self._entries[k]

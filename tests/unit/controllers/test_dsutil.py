@@ -98,3 +98,21 @@ def test_budgets(rolling: dict[str, Any], desired: int, expected: tuple[int, int
     """maxSurge/maxUnavailable against the eligible nodes, rounded up; both 0 → 1 unavailable."""
     ds = {"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling}}}
     assert dsutil.budgets(ds, desired) == expected
+
+
+def test_failed_pod_backoff_doubles_caps_and_starts_over() -> None:
+    """flowcontrol.Backoff(1 s, 15 min): 1, 2, 4 … 900 s; idle for twice the maximum → 1 s again."""
+    now = [0.0]
+    backoff = dsutil.FailedPodBackoff(lambda: now[0])
+    assert backoff.in_backoff("k") == 0.0
+    delays = []
+    for _ in range(12):
+        backoff.next("k")
+        delays.append(backoff.in_backoff("k"))
+        now[0] += delays[-1]
+    assert delays[:4] == [1.0, 2.0, 4.0, 8.0] and delays[-1] == 900.0
+    now[0] += 0.5
+    assert backoff.in_backoff("k") == 0.0
+    now[0] += 1801
+    backoff.next("k")
+    assert backoff.in_backoff("k") == 1.0
