@@ -253,3 +253,33 @@ def _status(kube: Kube, ns: str, name: str) -> dict[str, Any]:
         kube.ok("GET", f"/apis/apps/v1/namespaces/{ns}/statefulsets/{name}").get("status") or {}
     )
     return out
+
+
+def test_claims_follow_when_deleted_policy(cluster: e2e.Server, kube: Kube, ns: str) -> None:
+    """whenDeleted Delete: the set owns its claims and the garbage collector removes them with it;
+    Retain keeps them."""
+    claim = {
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    for name, policy in (("gone", "Delete"), ("kept", "Retain")):
+        doc = statefulset(
+            name,
+            replicas=1,
+            volumeClaimTemplates=[claim],
+            persistentVolumeClaimRetentionPolicy={"whenDeleted": policy, "whenScaled": "Retain"},
+        )
+        apply(cluster, ns, doc)
+        rollout_status(cluster, ns, name)
+    owners = {
+        p["metadata"]["name"]: [o["kind"] for o in p["metadata"].get("ownerReferences") or ()]
+        for p in kube.ok("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
+    }
+    assert owners == {"data-gone-0": ["StatefulSet"], "data-kept-0": []}
+    cluster.kubectl("-n", ns, "delete", "sts", "gone", "kept", "--timeout=60s", timeout=90)
+
+    def claims() -> list[str]:
+        items = kube.ok("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
+        return sorted(p["metadata"]["name"] for p in items if not p["metadata"].get("deletionTimestamp"))
+
+    assert until(lambda: claims() == ["data-kept-0"], timeout=60), claims()
