@@ -115,6 +115,14 @@ def test_identity_claims_and_scale_order(cluster: e2e.Server, kube: Kube, ns: st
     got = kube.ok("GET", f"/apis/apps/v1/namespaces/{ns}/controllerrevisions/{revision}")
     assert got["revision"] == 1 and got["metadata"]["labels"]["controller.kubernetes.io/hash"]
 
+    # A removed identity label comes back (upstream's updateIdentity).
+    cluster.kubectl("-n", ns, "label", "pod", "web-1", "statefulset.kubernetes.io/pod-name-")
+    assert until(
+        lambda: (
+            pods(kube, ns)["web-1"]["metadata"]["labels"].get("statefulset.kubernetes.io/pod-name") == "web-1"
+        )
+    )
+
     # Scale-down: highest ordinal first, one at a time.
     rv = kube.ok("GET", f"/api/v1/namespaces/{ns}/pods")["metadata"]["resourceVersion"]
     order: list[str] = []

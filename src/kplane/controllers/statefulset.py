@@ -8,7 +8,8 @@ and, unless the set is being deleted, takes upstream's steps in order:
 1. ordinals ``start … start+replicas-1`` ascending: a Failed pod is deleted (Warning
    ``RecreatingFailedPod``); a missing pod is created with its claims (PVCs from
    ``volumeClaimTemplates``, created first), at the current revision below the partition and the
-   update revision otherwise; with ``OrderedReady`` the sync stops at the first creation and at a
+   update revision otherwise; a Pending pod's missing claims are created and removed identity
+   labels put back; with ``OrderedReady`` the sync stops at the first creation and at a
    pod that is terminating, not Running and Ready, or not yet available (``minReadySeconds``);
    ``Parallel`` goes on;
 2. pods beyond the range are deleted from the highest ordinal down, one per sync with
@@ -147,6 +148,10 @@ class StatefulSetController:
                 if monotonic:
                     return
                 continue
+            if (pod.get("status") or {}).get("phase") == "Pending" and stsutil.claim_templates(sts):
+                await self._create_claims(sts, ordinal)  # upstream: a pending pod's missing claims
+            if not stsutil.identity_matches(sts, pod, ordinal):
+                await self._restore_identity(pod, ordinal)
             if monotonic and (
                 stsutil.is_terminating(pod)
                 or not stsutil.is_running_ready(pod)
@@ -183,30 +188,8 @@ class StatefulSetController:
         ns, name = meta(sts)["namespace"], meta(sts)["name"]
         pod = stsutil.new_pod(sts, revision, ordinal)
         pod_name = pod["metadata"]["name"]
-        for template in stsutil.claim_templates(sts).values():
-            claim = stsutil.new_claim(sts, template, ordinal)
-            claim_name = claim["metadata"]["name"]
-            try:
-                await self.api.resource(PVCS).create(claim, namespace=ns)
-            except errors.AlreadyExists:
-                continue
-            except errors.APIError as err:
-                if workload.namespace_terminating(err):
-                    return
-                self.recorder.event(
-                    sts,
-                    "Warning",
-                    "FailedCreate",
-                    f"create Claim {claim_name} for Pod {pod_name} in StatefulSet {name} "
-                    f"failed error: {err.message}",
-                )
-                raise
-            self.recorder.event(
-                sts,
-                "Normal",
-                "SuccessfulCreate",
-                f"create Claim {claim_name} Pod {pod_name} in StatefulSet {name} success",
-            )
+        if not await self._create_claims(sts, ordinal):
+            return
         try:
             await self.api.resource(workload.PODS).create(pod, namespace=ns)
         except errors.AlreadyExists:
@@ -224,6 +207,50 @@ class StatefulSetController:
         self.recorder.event(
             sts, "Normal", "SuccessfulCreate", f"create Pod {pod_name} in StatefulSet {name} successful"
         )
+
+    async def _create_claims(self, sts: Object, ordinal: int) -> bool:
+        """Create the claims of ``ordinal`` that do not exist yet; False when the namespace is
+        terminating (nothing more to create)."""
+        ns, name = meta(sts)["namespace"], meta(sts)["name"]
+        pod_name = stsutil.pod_name(sts, ordinal)
+        for template in stsutil.claim_templates(sts).values():
+            claim = stsutil.new_claim(sts, template, ordinal)
+            claim_name = claim["metadata"]["name"]
+            try:
+                await self.api.resource(PVCS).create(claim, namespace=ns)
+            except errors.AlreadyExists:
+                continue
+            except errors.APIError as err:
+                if workload.namespace_terminating(err):
+                    return False
+                self.recorder.event(
+                    sts,
+                    "Warning",
+                    "FailedCreate",
+                    f"create Claim {claim_name} for Pod {pod_name} in StatefulSet {name} "
+                    f"failed error: {err.message}",
+                )
+                raise
+            self.recorder.event(
+                sts,
+                "Normal",
+                "SuccessfulCreate",
+                f"create Claim {claim_name} Pod {pod_name} in StatefulSet {name} success",
+            )
+        return True
+
+    async def _restore_identity(self, pod: Object, ordinal: int) -> None:
+        """Put back the identity labels of a member pod (upstream's ``updateIdentity``)."""
+        labels = {stsutil.POD_NAME_LABEL: meta(pod)["name"], stsutil.POD_INDEX_LABEL: str(ordinal)}
+        try:
+            await self.api.resource(workload.PODS).patch(
+                meta(pod)["name"],
+                {"metadata": {"labels": labels}},
+                patch_type="merge",
+                namespace=meta(pod)["namespace"],
+            )
+        except (errors.NotFound, errors.Conflict):
+            pass
 
     async def _delete_pod(self, sts: Object, pod: Object) -> None:
         name, pod_name = meta(sts)["name"], meta(pod)["name"]

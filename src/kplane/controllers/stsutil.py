@@ -65,6 +65,14 @@ def claim_name(template_name: str, sts: Object, ordinal: int) -> str:
     return f"{template_name}-{pod_name(sts, ordinal)}"
 
 
+def identity_matches(sts: Object, pod: Object, ordinal: int) -> bool:
+    """The pod carries its identity labels (the name and the ordinal)."""
+    labels = meta(pod).get("labels") or {}
+    return labels.get(POD_NAME_LABEL) == pod_name(sts, ordinal) and labels.get(POD_INDEX_LABEL) == str(
+        ordinal
+    )
+
+
 def revision_of(pod: Object) -> str:
     return str((meta(pod).get("labels") or {}).get(REVISION_LABEL, ""))
 
