@@ -215,3 +215,45 @@ async def test_reconciles_are_exported_as_opentelemetry_spans() -> None:
     assert [e.name for e in span.events] == ["trigger Requeue", "write create"]
     assert span.events[1].attributes["resourceVersion"] == "7"
     assert span.status.status_code.name == "ERROR"
+
+
+def test_a_cause_says_how_the_event_led_to_the_request() -> None:
+    """An event's cause names the handler's way to the request (the object itself, its owner, a
+    mapping) and an informer resync (same resourceVersion) is told apart from a change."""
+    from kplane.runtime import handler, source
+
+    tracer = tracing.Tracer()
+    added: list[runtime.Request] = []
+    queue = tracing.TriggerQueue(type("Q", (), {"add": lambda self, r: added.append(r)})(), tracer, "c")
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "resourceVersion": "5",
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "controller": True}
+            ],
+        },
+    }
+    handlers: list[tuple[handler.EventHandler, str]] = [
+        (handler.EnqueueRequestForObject(), "object"),
+        (handler.EnqueueRequestForOwner("apps", "ReplicaSet"), "owner"),
+        (handler.as_handler(lambda obj: [runtime.Request("ns", "mapped")]), "map"),
+    ]
+    for h, via in handlers:
+        adapter = source._Adapter(h, (), queue)
+        adapter.on_add(pod, False)
+        req = added[-1]
+        (cause,) = tracer.begin("c", req, "r").triggers
+        assert (cause.type, cause.via, cause.event, cause.kind, cause.resource_version) == (
+            "Event", via, "ADDED", "Pod", "5"
+        )  # fmt: skip
+    adapter = source._Adapter(handler.EnqueueRequestForObject(), (), queue)
+    adapter.on_update(pod, pod)
+    adapter.on_add(pod, True)
+    assert [t.type for t in tracer.begin("c", runtime.Request("ns", "p"), "r").triggers] == [
+        "Resync",
+        "InitialList",
+    ]
