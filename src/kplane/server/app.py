@@ -410,7 +410,7 @@ class APIServer:
         self._unlisten_flowcontrol = self.storage.listen(on_event)
         self._dangling = flowcontrolconfig.DanglingConditions(self.registry, self.catalog, control, cfg.clock)
         await flowcontrolconfig.ensure_bootstrap(self.registry, self.catalog)
-        await self._dangling.sync()
+        await self._dangling.start()
         metrics.DEFAULT.flowcontrol_levels = lambda: [
             (lv.name, lv.queue_set.executing, lv.queue_set.waiting(), lv.queue_set.limit)
             for lv in control.levels.values()

@@ -92,7 +92,12 @@ class DanglingConditions:
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
         self._again = False
-        control.on_change.append(self.poke)
+
+    async def start(self) -> None:
+        """Write what differs now, then follow every configuration change."""
+        if self._record is not None:
+            await self.sync()
+        self._control.on_change.append(self.poke)
 
     def poke(self) -> None:
         """Schedule a pass (one at a time; a change during a pass triggers another)."""
