@@ -11,6 +11,12 @@ reconciler runs, ``CURRENT`` holds its ``Trace``; the manager's REST client repo
 (verb, object, the resourceVersion it produced, a conflict) to ``Tracer.observe_write``, which
 appends it to the current trace. Finished traces go to a bounded ring (``capacity``), oldest out.
 
+Cost: tracing runs on every event and reconcile, so the hot path only stores strings already at
+hand in slots objects (no dicts, no copies, no ids of its own: a reconcile's uuid serves), reads a
+dict object's metadata directly, and takes timestamps as the wall time at construction plus the
+clock's monotonic time since (one cheap call; a wall-clock step later does not move them). JSON is
+built only when queried.
+
 With an OpenTelemetry ``TracerProvider`` (the optional ``kplane[tracing]`` extra), each reconcile is
 also a span (``reconcile <controller>``) whose trace id is the trace's, with one span event per
 trigger and per write; without one, nothing of OpenTelemetry is imported.
@@ -24,6 +30,7 @@ from __future__ import annotations
 import collections
 import contextvars
 import dataclasses
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -156,28 +163,35 @@ class Tracer:
     ) -> None:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
-        self._clock: clock_mod.Clock = clock or clock_mod.RealClock()
+        clock = clock or clock_mod.RealClock()
+        self._monotonic = time.monotonic if type(clock) is clock_mod.RealClock else clock.monotonic
+        self._wall0 = clock.now().timestamp() - clock.monotonic()
         self._ring: collections.deque[Trace] = collections.deque(maxlen=capacity)
-        self._pending: dict[tuple[str, reconcile.Request], tuple[list[Trigger], list[int]]] = {}
+        self._pending: dict[tuple[str, reconcile.Request], list[Trigger]] = {}
+        self._dropped: dict[tuple[str, reconcile.Request], int] = {}  # causes past MAX_TRIGGERS
         self._otel = provider.get_tracer("kplane.runtime") if provider is not None else None
 
     def now(self) -> float:
-        return self._clock.now().timestamp()
+        """The clock's wall time, in seconds since the epoch (see the module docstring)."""
+        return self._wall0 + self._monotonic()
 
     def note(self, controller: str, req: reconcile.Request, trigger: Trigger) -> None:
         """Record ``trigger`` as a cause of ``req``'s next reconcile by ``controller``."""
-        entry = self._pending.get((controller, req))
-        if entry is None:
-            self._pending[(controller, req)] = ([trigger], [0])
-        elif len(entry[0]) < MAX_TRIGGERS:
-            entry[0].append(trigger)
+        key = (controller, req)
+        triggers = self._pending.get(key)
+        if triggers is None:
+            self._pending[key] = [trigger]
+        elif len(triggers) < MAX_TRIGGERS:
+            triggers.append(trigger)
         else:
-            entry[1][0] += 1
+            self._dropped[key] = self._dropped.get(key, 0) + 1
 
     def begin(self, controller: str, req: reconcile.Request, reconcile_id: str) -> Trace:
         """The trace of a reconcile starting now, holding the causes noted for it so far."""
-        triggers, dropped = self._pending.pop((controller, req), ([], [0]))
-        trace = Trace("", reconcile_id, controller, req.namespace, req.name, self.now(), triggers, dropped[0])
+        key = (controller, req)
+        triggers = self._pending.pop(key, None) or []
+        dropped = self._dropped.pop(key, 0) if self._dropped else 0
+        trace = Trace("", reconcile_id, controller, req.namespace, req.name, self.now(), triggers, dropped)
         if self._otel is not None:
             trace.span = self._otel.start_span(
                 f"reconcile {controller}",
@@ -215,15 +229,17 @@ class Tracer:
         if len(trace.writes) >= MAX_WRITES:
             trace.dropped_writes += 1
             return
-        rv = ""
-        if result is not None and error is None:
-            rv = str(_meta(result, "resourceVersion", "resource_version"))
-            name = name or str(store_mod.object_meta(result, "name") or "")
-            namespace = namespace or str(store_mod.object_meta(result, "namespace") or "")
-        conflict = error is not None and getattr(error, "reason", "") == "Conflict"
-        trace.writes.append(
-            Write(verb, resource, subresource, namespace, name, rv, conflict, str(error or ""), self.now())
-        )
+        if error is not None:
+            conflict = getattr(error, "reason", "") == "Conflict"
+            write = Write(verb, resource, subresource, namespace, name, "", conflict, str(error), self.now())
+        elif result is not None:
+            _, _, ns, obj_name, rv = identity(result)
+            write = Write(
+                verb, resource, subresource, namespace or ns, name or obj_name, rv, False, "", self.now()
+            )
+        else:
+            write = Write(verb, resource, subresource, namespace, name, "", False, "", self.now())
+        trace.writes.append(write)
 
     def traces(self) -> list[Trace]:
         """The finished traces, oldest first."""
@@ -319,20 +335,34 @@ class TriggerQueue:
             if isinstance(handler, handler_mod.EnqueueRequestForOwner)
             else "map"
         )
-        meta = store_mod.object_meta
-        api_version = obj.get("apiVersion", "") if isinstance(obj, dict) else getattr(obj, "api_version", "")
-        kind_ = obj.get("kind", "") if isinstance(obj, dict) else getattr(obj, "kind", "")
-        self.current = Trigger(
-            kind,
-            self.tracer.now(),
-            via=via,
-            event=event,
-            api_version=str(api_version or ""),
-            kind=str(kind_ or ""),
-            namespace=str(meta(obj, "namespace") or ""),
-            name=str(meta(obj, "name") or ""),
-            resource_version=str(_meta(obj, "resourceVersion", "resource_version")),
-        )
+        api_version, kind_, namespace, name, rv = identity(obj)
+        self.current = Trigger(kind, self.tracer.now(), via, event, api_version, kind_, namespace, name, rv)
+
+
+def identity(obj: Any) -> tuple[str, str, str, str, str]:
+    """``(apiVersion, kind, namespace, name, resourceVersion)`` of a dict or a typed object, each
+    "" when absent. Dicts (what the dynamic client and informers hold) are read directly."""
+    if type(obj) is dict:
+        meta = obj.get("metadata")
+        if type(meta) is dict:  # an API object: its strings are strings
+            get = meta.get
+            return (
+                obj.get("apiVersion") or "",
+                obj.get("kind") or "",
+                get("namespace") or "",
+                get("name") or "",
+                get("resourceVersion") or "",
+            )
+    api_version = obj.get("apiVersion", "") if isinstance(obj, dict) else getattr(obj, "api_version", "")
+    kind = obj.get("kind", "") if isinstance(obj, dict) else getattr(obj, "kind", "")
+    meta_of = store_mod.object_meta
+    return (
+        str(api_version or ""),
+        str(kind or ""),
+        str(meta_of(obj, "namespace") or ""),
+        str(meta_of(obj, "name") or ""),
+        str(_meta(obj, "resourceVersion", "resource_version")),
+    )
 
 
 def _meta(obj: Any, field: str, attribute: str) -> Any:
