@@ -21,9 +21,13 @@ from kplane.testing import AutoAdvancingClock, ControlPlane, eventually
 from kplane.testing import faults as faults_mod
 
 REDIS = shutil.which("redis-server")
-pytestmark = pytest.mark.skipif(
-    REDIS is None, reason="redis-server is not installed (Debian package redis-server; .ci/run installs it)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        REDIS is None,
+        reason="redis-server is not installed (Debian package redis-server; .ci/run installs it)",
+    ),
+    pytest.mark.timeout(180),  # an operator, a server and redis-server share a possibly loaded machine
+]
 KEY = "jobs"
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kplane.client import dynamic
 from kplane.controllers import common, hpa
 from kplane.testing import AutoAdvancingClock, ControlPlane, eventually
@@ -16,6 +18,9 @@ DEPLOYMENTS = dynamic.Resource("apps", "v1", "deployments", "Deployment", namesp
 
 
 _cluster = _support.cluster
+# Each test runs the whole simulated cluster through minutes of fake time (the 300 s scale-down
+# window): seconds on an idle machine, but well past the default 60 s bound on a loaded one.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def _deployment(name: str, replicas: int, cpu_usage: str) -> dict[str, Any]:
