@@ -191,7 +191,8 @@ class Tracer:
         key = (controller, req)
         triggers = self._pending.pop(key, None) or []
         dropped = self._dropped.pop(key, 0) if self._dropped else 0
-        trace = Trace("", reconcile_id, controller, req.namespace, req.name, self.now(), triggers, dropped)
+        start = self._wall0 + self._monotonic()
+        trace = Trace("", reconcile_id, controller, req.namespace, req.name, start, triggers, dropped)
         if self._otel is not None:
             trace.span = self._otel.start_span(
                 f"reconcile {controller}",
@@ -211,7 +212,7 @@ class Tracer:
 
     def end(self, trace: Trace, result: str, error: str = "") -> None:
         """Finish ``trace`` and keep it in the ring (the oldest goes when it is full)."""
-        end = self.now()
+        end = self._wall0 + self._monotonic()
         trace.duration = max(0.0, end - trace.start)
         trace.result, trace.error = result, error
         self._ring.append(trace)
@@ -229,16 +230,15 @@ class Tracer:
         if len(trace.writes) >= MAX_WRITES:
             trace.dropped_writes += 1
             return
+        at = self._wall0 + self._monotonic()
         if error is not None:
             conflict = getattr(error, "reason", "") == "Conflict"
-            write = Write(verb, resource, subresource, namespace, name, "", conflict, str(error), self.now())
+            write = Write(verb, resource, subresource, namespace, name, "", conflict, str(error), at)
         elif result is not None:
             _, _, ns, obj_name, rv = identity(result)
-            write = Write(
-                verb, resource, subresource, namespace or ns, name or obj_name, rv, False, "", self.now()
-            )
+            write = Write(verb, resource, subresource, namespace or ns, name or obj_name, rv, False, "", at)
         else:
-            write = Write(verb, resource, subresource, namespace, name, "", False, "", self.now())
+            write = Write(verb, resource, subresource, namespace, name, "", False, "", at)
         trace.writes.append(write)
 
     def traces(self) -> list[Trace]:
