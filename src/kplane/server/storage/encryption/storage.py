@@ -200,7 +200,15 @@ class _DecryptingWatch:
         self._convert = convert
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)  # e.g. an etcd watch's progress hooks
+        inner = getattr(self._inner, name)  # e.g. an etcd watch's progress hooks
+        if name == "deliver_to":  # events handed straight to a sink are decrypted on the way
+            convert = self._convert
+
+            def deliver_to(sink: Callable[[interface.Event], None]) -> None:
+                inner(lambda event: sink(convert(event)))
+
+            return deliver_to
+        return inner
 
     async def __aiter__(self) -> AsyncIterator[interface.Event]:
         async for event in self._inner:

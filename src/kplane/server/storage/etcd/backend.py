@@ -306,6 +306,7 @@ class EtcdStorage:
         response = await self._txn(wire.txn_request([wire.compare_mod_revision(k, 0)], [put]))
         if not response.succeeded:
             raise interface.KeyExists(key)
+        self._wrote(key, response.header.revision)
         return interface.set_resource_version(obj, response.header.revision)
 
     async def guaranteed_update(
@@ -334,6 +335,7 @@ class EtcdStorage:
             put = wire.op_put(wire.put_request(k, orjson.dumps(new), lease=lease))
             revision, kv = await self._if_unchanged(k, kv, put)
             if revision:
+                self._wrote(key, revision)
                 return interface.set_resource_version(new, revision)
 
     async def delete(
@@ -350,7 +352,14 @@ class EtcdStorage:
                 preconditions.check(key, current)
             revision, kv = await self._if_unchanged(k, kv, wire.op_delete(wire.delete_request(k)))
             if revision:
+                self._wrote(key, revision)
                 return interface.stamped_copy(current, revision)
+
+    def _wrote(self, key: str, revision: int) -> None:
+        """Tell the watches whose prefix holds ``key`` (``close`` waits for their events)."""
+        for w in self._watches:
+            if key.startswith(w.prefix):
+                w.note_write(revision)
 
     async def _if_unchanged(self, k: bytes, kv: wire.KeyValue, op: bytes) -> tuple[int, wire.KeyValue | None]:
         """Apply ``op`` if ``k`` is still at ``kv``'s revision: ``(revision of the write, kv)``;
@@ -383,10 +392,9 @@ class EtcdStorage:
         if self._compactor is not None:
             self._compactor.cancel()
         await self._idle.wait()
-        target = self._rev
         watches = list(self._watches)
         if watches:
-            await asyncio.gather(*(w.delivered(target, 2.0) for w in watches))
+            await asyncio.gather(*(w.delivered(2.0) for w in watches))
         for w in watches:
             w.end()
         await self.client.close()

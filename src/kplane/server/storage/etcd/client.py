@@ -107,6 +107,7 @@ class EtcdClient:
         self.timeout = timeout
         self._credentials = tls.credentials() if tls is not None else None
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stubs: dict[tuple[str, str], Any] = {}  # (endpoint, method) → unary multicallable
         self._current = 0
         self._closed = False
         self.last_error = ""
@@ -153,9 +154,11 @@ class EtcdClient:
             if left <= 0:
                 raise Timeout()
             endpoint = self.endpoint
-            stub = self.channel(endpoint).unary_unary(
-                f"/etcdserverpb.{method}", request_serializer=_IDENTITY, response_deserializer=_IDENTITY
-            )
+            stub = self._stubs.get((endpoint, method))
+            if stub is None:
+                stub = self._stubs[endpoint, method] = self.channel(endpoint).unary_unary(
+                    f"/etcdserverpb.{method}", request_serializer=_IDENTITY, response_deserializer=_IDENTITY
+                )
             try:
                 response: bytes = await stub(request, timeout=left, wait_for_ready=False)
                 return response
@@ -196,6 +199,7 @@ class EtcdClient:
     async def close(self) -> None:
         self._closed = True
         channels, self._channels = self._channels, {}
+        self._stubs.clear()
         for ch in channels.values():
             await ch.close()
 

@@ -11,7 +11,10 @@ compaction past that revision ends the watch (``Expired``), as etcd reports it.
 
 Progress: ``request_progress`` asks etcd for a progress notification (its current revision, sent
 once every event before it was sent). The consumer learns it through ``on_progress``: the callback
-runs when the iteration reaches that point, so every earlier event has been taken by then.
+runs when the iteration reaches that point, so every earlier event has been taken by then. A
+notification is ignored while the event of a write this process made under the prefix
+(``note_write``) has not arrived: etcd before 3.4.24 may send one ahead of queued events (etcd
+issue 15220), and a read after that write would then miss it.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class EtcdWatch:
 
     def __init__(self, storage: EtcdStorage, prefix: str, after: int, *, capacity: int) -> None:
         self._storage = storage
-        self._prefix = prefix
+        self.prefix = prefix
         self._next = after + 1  # the first revision not yet queued
         self._capacity = capacity
         self._queue: collections.deque[interface.Event | int | object] = collections.deque()
@@ -51,10 +54,11 @@ class EtcdWatch:
         self._done = False
         self._on_terminate: list[Callable[[interface.StorageError], None]] = []
         self._on_progress: Callable[[int], None] | None = None
+        self._sink: Callable[[interface.Event], None] | None = None
         self._call: Any = None
         self._sends: set[asyncio.Future[None]] = set()
-        self._progress_seen = after
-        self._progress_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._written = after  # the newest write of this process under the prefix (``note_write``)
+        self._delivery_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._task = asyncio.get_running_loop().create_task(self._read(), name="kplane-etcd-watch")
 
     # -- Watch protocol ------------------------------------------------------------------------
@@ -99,6 +103,25 @@ class EtcdWatch:
         every event up to ``revision`` under the prefix has been taken from this watch."""
         self._on_progress = callback
 
+    def deliver_to(self, sink: Callable[[interface.Event], None]) -> None:
+        """From now on hand each event to ``sink(event)`` (in order, synchronously, as it is read
+        from etcd) instead of queueing it; progress goes to ``on_progress`` at the same point. The
+        iteration then only ends or raises as the watch does. For the cache: one event costs no
+        queue, future or task switch. An exception from ``sink`` terminates the watch."""
+        queued = [item for item in self._queue if item is not _END]
+        self._queue = collections.deque(item for item in self._queue if item is _END)
+        self._live = 0
+        self._sink = sink
+        for item in queued:
+            self._hand(item)
+
+    def _hand(self, item: interface.Event | int | object) -> None:
+        if isinstance(item, interface.Event):
+            assert self._sink is not None
+            self._sink(item)
+        elif isinstance(item, int) and self._on_progress is not None:
+            self._on_progress(item)
+
     def close(self) -> None:
         if self._done and self._task.done():
             return
@@ -118,18 +141,23 @@ class EtcdWatch:
             self._sends.add(task)
             task.add_done_callback(self._sends.discard)
 
-    async def delivered(self, revision: int, timeout: float) -> None:  # noqa: ASYNC109
-        """Wait (at most ``timeout`` s) until everything up to ``revision`` is queued."""
-        if self._next > revision or self._progress_seen >= revision:
+    def note_write(self, revision: int) -> None:
+        """This process wrote a key under the prefix at ``revision`` (``delivered`` waits for it)."""
+        if revision > self._written:
+            self._written = revision
+
+    async def delivered(self, timeout: float) -> None:  # noqa: ASYNC109
+        """Wait (at most ``timeout`` s) until the event of every write ``note_write`` was told of
+        is queued. Only events count, not progress notifications: etcd before 3.4.24 may send one
+        ahead of events still queued for the watch (etcd issue 15220), which made ``close`` end a
+        watch before it had delivered the last writes."""
+        revision = self._written
+        if self._next > revision:
             return
         fut = asyncio.get_running_loop().create_future()
-        self._progress_waiters.append((revision, fut))
-        loop = asyncio.get_running_loop()
-        end = loop.time() + timeout
+        self._delivery_waiters.append((revision, fut))
         try:
-            while not fut.done() and loop.time() < end and not self._task.done():
-                self.request_progress()
-                await asyncio.wait((fut,), timeout=0.05)
+            await asyncio.wait((fut, self._task), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             fut.cancel()
 
@@ -161,19 +189,18 @@ class EtcdWatch:
             self._waiter.set_result(None)
 
     def _reached(self, revision: int) -> None:
-        self._progress_seen = max(self._progress_seen, revision)
         keep = []
-        for wanted, fut in self._progress_waiters:
+        for wanted, fut in self._delivery_waiters:
             if wanted <= revision:
                 if not fut.done():
                     fut.set_result(None)
             else:
                 keep.append((wanted, fut))
-        self._progress_waiters = keep
+        self._delivery_waiters = keep
 
     async def _read(self) -> None:
         client = self._storage.client
-        key = self._storage.etcd_key(self._prefix)
+        key = self._storage.etcd_key(self.prefix)
         end = wire.prefix_end(key)
         pause = 0.05
         while not self._done:
@@ -217,18 +244,27 @@ class EtcdWatch:
         if response.created:
             return False
         if not response.events:
-            if response.header.revision >= self._next - 1:
-                # A progress notification: nothing up to this revision is still to come.
+            if response.header.revision >= self._next - 1 and self._next > self._written:
+                # A progress notification: nothing up to this revision is still to come. Not
+                # believed while a write of this process under the prefix has not arrived yet: etcd
+                # before 3.4.24 may send one ahead of events still queued (etcd issue 15220).
+                if self._sink is not None:
+                    return self._handed(response.header.revision)
                 self._queue.append(response.header.revision)
-                self._reached(response.header.revision)
                 self._wake()
             return False
         decode = self._storage.decode_event
         for raw in response.events:
             event = decode(raw)
             if event is None or event.revision < self._next:
+                if event is None and raw.kv.mod_revision >= self._next:
+                    self._next = raw.kv.mod_revision + 1  # seen, though it cannot be represented
                 continue
             self._next = event.revision + 1
+            if self._sink is not None:
+                if self._handed(event):
+                    return True
+                continue
             self._queue.append(event)
             self._live += 1
         self._reached(self._next - 1)
@@ -236,6 +272,16 @@ class EtcdWatch:
             self._fail(interface.StorageError("etcd watch consumer fell behind: watch terminated"))
             return True
         self._wake()
+        return False
+
+    def _handed(self, item: interface.Event | int) -> bool:
+        """Give ``item`` to the sink; True (the watch is over) if the sink raised."""
+        try:
+            self._hand(item)
+        except Exception as e:
+            _log.exception("etcd watch: the event consumer failed")
+            self._fail(interface.StorageError(f"etcd watch consumer failed: {e}"))
+            return True
         return False
 
 
