@@ -354,6 +354,8 @@ class CachedStorage:
 
     async def compact(self, revision: int) -> None:
         self._check_ready()
+        if self._rev < self._acked:  # the window is trimmed below: hold this server's writes first
+            await self.wait_for_revision(self._acked)
         await self._backend.compact(revision)
         revision = min(revision, self._rev)
         events = self._events
