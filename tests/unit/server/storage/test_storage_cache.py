@@ -131,6 +131,22 @@ async def test_cache_resyncs_after_losing_backend_stream() -> None:
         await c.close()
 
 
+async def test_write_returns_before_its_event_and_reads_wait_for_it() -> None:
+    """Over a backend followed through its stream, a write returns once the backend acknowledges it
+    (not after a round-trip through the stream); get and list right after it still see it."""
+    c = await _started(StreamOnlyMemory())
+    try:
+        created = await c.create(contract.key("a"), contract.pod("a"))
+        revision = int(created["metadata"]["resourceVersion"])
+        assert c.peek(contract.key("a")) is None  # the follower has not applied the event yet
+        assert c.current_revision() == revision  # a watch from here starts after the write
+        assert (await c.get(contract.key("a")))["metadata"]["name"] == "a"
+        await c.create(contract.key("b"), contract.pod("b"))
+        assert [o["metadata"]["name"] for o in (await c.list(contract.PODS)).items] == ["a", "b"]
+    finally:
+        await c.close()
+
+
 async def test_listening_cache_is_current_when_a_backend_write_returns() -> None:
     """With a listening backend, a write straight to the backend is in the cache when it returns,
     and a burst far beyond any queue capacity cannot make the cache fall behind."""
