@@ -44,6 +44,9 @@ class ProtobufMemo:
         self._size = 0
         # (apiVersion/kind, resourceVersion) -> (uid, item field, length of its tag and size prefix)
         self._entries: dict[tuple[str, str], tuple[str, bytes, int]] = {}
+        # The same entries by kind, then resourceVersion: a list's items are looked up without
+        # building a key each (lists of thousands of objects read them all).
+        self._by_kind: dict[str, dict[str, tuple[str, bytes, int]]] = {}
         # Whole single-object replies, for objects read again and again (a controller's GETs).
         self._bodies: dict[tuple[str, str], tuple[str, bytes]] = {}
         self._bodies_size = 0
@@ -63,24 +66,31 @@ class ProtobufMemo:
         if entry is not None:
             self._size -= len(entry[1])
             del self._entries[key]
-        self._entries[key] = (uid, field, prefix)
+        value = (uid, field, prefix)
+        self._entries[key] = value
+        self._by_kind.setdefault(key[0], {})[key[1]] = value
         self._size += len(field)
         while self._size > self._budget and self._entries:  # dicts iterate oldest first
-            self._size -= len(self._entries.pop(next(iter(self._entries)))[1])
+            old = next(iter(self._entries))
+            self._size -= len(self._entries.pop(old)[1])
+            kind_entries = self._by_kind.get(old[0])
+            if kind_entries is not None:
+                kind_entries.pop(old[1], None)
         return field, prefix
 
     def items(self, objs: list[Object], api_version: str, kind: str) -> list[bytes]:
         """The ``items`` fields of a list of stored ``kind`` objects, for ``protobuf.encode_list``."""
-        entries = self._entries
-        tag = f"{api_version}/{kind}"
-        out = []
+        entries = self._by_kind.get(f"{api_version}/{kind}") or {}
+        out: list[bytes] = []
+        append = out.append
         for obj in objs:
             meta = obj["metadata"]
-            entry = entries.get((tag, meta.get("resourceVersion") or ""))
+            entry = entries.get(meta.get("resourceVersion") or "")
             if entry is not None and entry[0] == meta.get("uid"):
-                out.append(entry[1])
+                append(entry[1])
             else:
-                out.append(self._field(obj, api_version, kind)[0])
+                append(self._field(obj, api_version, kind)[0])
+                entries = self._by_kind.get(f"{api_version}/{kind}") or {}
         return out
 
     def encode(self, obj: Object, api_version: str = "", kind: str = "") -> bytes:

@@ -47,3 +47,6 @@ def test_memo_stays_within_its_budget() -> None:
     objs = [_cm(f"n{i}", rv=str(i)) for i in range(200)]
     assert memo.items(objs, "v1", "ConfigMap") == [_field(o) for o in objs]
     assert 0 < len(memo) < 200
+    # the per-kind index lists serve from forgets what the budget dropped, and lists stay exact
+    assert sum(len(entries) for entries in memo._by_kind.values()) == len(memo)
+    assert memo.items(objs, "v1", "ConfigMap") == [_field(o) for o in objs]
