@@ -12,8 +12,9 @@ the first refusal ends the request.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
+from kplane.api.catalog import ResourceRecord
 from kplane.server.admission import (
     defaultclass,
     limitranger,
@@ -94,6 +95,11 @@ IMPLEMENTED: dict[str, Factory] = {
 }
 
 
+def _acts_on(p: plugin.Plugin, key: tuple[str, str]) -> bool:
+    resources = getattr(p, "resources", None)
+    return resources is None or key in resources
+
+
 class UnknownPlugin(ValueError):
     pass
 
@@ -117,11 +123,25 @@ def build(names: Iterable[str], ctx: plugin.Context) -> admitting.Admission:
     plugins = [IMPLEMENTED[n](ctx) for n in names if n in IMPLEMENTED]
     if not plugins:
         return admitting.NONE
-    # Each pass calls only the plugins that implement it: every write pays for these calls.
-    mutators = [p.mutate for p in plugins if type(p).mutate is not plugin.Base.mutate]
-    validators = [p.validate for p in plugins if type(p).validate is not plugin.Base.validate]
+    # Each pass calls only the plugins that implement it and may act on the request's resource
+    # (``Base.resources``): every write pays for these calls.
+    with_mutate = [p for p in plugins if type(p).mutate is not plugin.Base.mutate]
+    with_validate = [p for p in plugins if type(p).validate is not plugin.Base.validate]
+    Admit = Callable[[admitting.Attributes], Awaitable[None]]
+    passes: dict[tuple[str, str], tuple[list[Admit], list[Admit]]] = {}
+
+    def for_resource(record: ResourceRecord) -> tuple[list[Admit], list[Admit]]:
+        key = (record.group, record.plural)
+        found = passes.get(key)
+        if found is None:
+            found = passes[key] = (
+                [p.mutate for p in with_mutate if _acts_on(p, key)],
+                [p.validate for p in with_validate if _acts_on(p, key)],
+            )
+        return found
 
     async def mutate(attrs: admitting.Attributes) -> None:
+        mutators = for_resource(attrs.record)[0]
         for admit in mutators:
             await admit(attrs)
         again = attrs.reinvocation
@@ -132,7 +152,7 @@ def build(names: Iterable[str], ctx: plugin.Context) -> admitting.Admission:
                 await admit(attrs)
 
     async def validate(attrs: admitting.Attributes) -> None:
-        for admit in validators:
+        for admit in for_resource(attrs.record)[1]:
             await admit(attrs)
 
     memo: dict[tuple[str, str], bool] = {}

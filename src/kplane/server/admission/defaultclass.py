@@ -36,6 +36,7 @@ async def _default_name(ctx: plugin.Context, group: str, plural: str, annotation
 
 class DefaultStorageClass(plugin.Base):
     name = DEFAULT_STORAGE_CLASS
+    resources = frozenset({("", "persistentvolumeclaims")})
 
     def __init__(self, ctx: plugin.Context) -> None:
         self.ctx = ctx
@@ -64,6 +65,7 @@ class DefaultStorageClass(plugin.Base):
 
 class DefaultIngressClass(plugin.Base):
     name = DEFAULT_INGRESS_CLASS
+    resources = frozenset({("networking.k8s.io", "ingresses")})
 
     def __init__(self, ctx: plugin.Context) -> None:
         self.ctx = ctx

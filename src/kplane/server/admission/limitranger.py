@@ -38,6 +38,7 @@ def _is_claim(attrs: admitting.Attributes) -> bool:
 
 class LimitRanger(plugin.Base):
     name = NAME
+    resources = frozenset({("", "pods"), ("", "persistentvolumeclaims")})
 
     def __init__(self, ctx: plugin.Context) -> None:
         self.ctx = ctx

@@ -83,9 +83,15 @@ class Plugin(Protocol):
 
 
 class Base:
-    """A plugin that does nothing; plugins override what they implement."""
+    """A plugin that does nothing; plugins override what they implement.
+
+    ``resources``: the (group, plural) pairs whose requests the plugin's passes can act on, or None
+    for any. The chain calls a plugin only for those (every write pays for each call), so a plugin
+    that names them must also do nothing for every other resource.
+    """
 
     name = ""
+    resources: frozenset[tuple[str, str]] | None = None
 
     async def mutate(self, attrs: admitting.Attributes) -> None:
         return None

@@ -49,6 +49,7 @@ SYSTEM_CLASSES: tuple[dict[str, Any], ...] = tuple(
 
 class Priority(plugin.Base):
     name = NAME
+    resources = frozenset({("", "pods"), (_GROUP, "priorityclasses")})
 
     def __init__(self, ctx: plugin.Context) -> None:
         self.ctx = ctx

@@ -18,6 +18,7 @@ NAME = "RuntimeClass"
 
 class RuntimeClass(plugin.Base):
     name = NAME
+    resources = frozenset({("", "pods")})
 
     def __init__(self, ctx: plugin.Context) -> None:
         self.ctx = ctx

@@ -58,6 +58,7 @@ def token_volume(name: str) -> dict[str, Any]:
 
 class ServiceAccount(plugin.Base):
     name = NAME
+    resources = frozenset({("", "pods")})
 
     def __init__(self, ctx: plugin.Context, *, _rng: random.Random | None = None) -> None:
         self.ctx = ctx

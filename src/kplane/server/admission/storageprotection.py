@@ -22,6 +22,7 @@ FINALIZERS = {
 
 class StorageObjectInUseProtection(plugin.Base):
     name = NAME
+    resources = frozenset(("", plural) for plural in FINALIZERS)
 
     def mutates(self, group: str, plural: str) -> bool:
         return group == "" and plural in FINALIZERS

@@ -21,6 +21,7 @@ DEFAULT_SECONDS = 300
 
 class DefaultTolerationSeconds(plugin.Base):
     name = DEFAULT_TOLERATION_SECONDS
+    resources = frozenset({("", "pods")})
 
     def __init__(
         self, *, not_ready_seconds: int = DEFAULT_SECONDS, unreachable_seconds: int = DEFAULT_SECONDS
@@ -54,6 +55,7 @@ class DefaultTolerationSeconds(plugin.Base):
 
 class TaintNodesByCondition(plugin.Base):
     name = TAINT_NODES_BY_CONDITION
+    resources = frozenset({("", "nodes")})
 
     def mutates(self, group: str, plural: str) -> bool:
         return group == "" and plural == "nodes"

@@ -27,3 +27,20 @@ def test_unknown_plugin_is_refused() -> None:
     """A name kube-apiserver does not know stops the server from starting."""
     with pytest.raises(chain.UnknownPlugin, match="Bogus"):
         chain.enabled(["Bogus"])
+
+
+def test_plugins_naming_their_resources_are_called_for_those_only() -> None:
+    """A plugin that names its resources is skipped for others; one that names none runs for all.
+    Each plugin naming resources says it mutates none outside them."""
+    from kplane.server.admission import plugin, tolerations
+
+    pods_only = tolerations.DefaultTolerationSeconds()
+    assert chain._acts_on(pods_only, ("", "pods"))
+    assert not chain._acts_on(pods_only, ("", "configmaps"))
+    assert chain._acts_on(plugin.Base(), ("example.com", "widgets"))
+    for name, factory in chain.IMPLEMENTED.items():
+        cls = getattr(factory, "__self__", factory)
+        resources = getattr(cls, "resources", None)
+        if isinstance(resources, frozenset):
+            assert resources, name
+            assert all(isinstance(g, str) and isinstance(p, str) for g, p in resources), name
