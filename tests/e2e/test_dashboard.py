@@ -118,12 +118,20 @@ def test_session_names_the_certificate_user(served: Server, tmp_path: Path) -> N
 def test_metrics_include_the_controllers(served: Server) -> None:
     """kplane serve's /metrics carries its controllers' queue and reconcile families (scraped from
     the controllers' process every 2 s, so the first ones come a moment after start)."""
+
+    def complete(text: str) -> bool:
+        # a scrape may come while the controllers are still starting: wait for both families
+        deployment_queue = (
+            'workqueue_depth{controller="deployment"' in text or 'workqueue_depth{name="deployment"' in text
+        )
+        return deployment_queue and "controller_runtime_reconcile_time_seconds_bucket" in text
+
     deadline = time.monotonic() + 30
     while True:
         status, _, body = _get(served, "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
         text = body.decode()
         assert status == 200
-        if "controller_runtime_reconcile_time_seconds_bucket" in text or time.monotonic() > deadline:
+        if complete(text) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert 'workqueue_depth{controller="deployment"' in text or 'workqueue_depth{name="deployment"' in text
