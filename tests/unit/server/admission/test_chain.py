@@ -38,9 +38,38 @@ def test_plugins_naming_their_resources_are_called_for_those_only() -> None:
     assert chain._acts_on(pods_only, ("", "pods"))
     assert not chain._acts_on(pods_only, ("", "configmaps"))
     assert chain._acts_on(plugin.Base(), ("example.com", "widgets"))
-    for name, factory in chain.IMPLEMENTED.items():
-        cls = getattr(factory, "__self__", factory)
-        resources = getattr(cls, "resources", None)
-        if isinstance(resources, frozenset):
-            assert resources, name
-            assert all(isinstance(g, str) and isinstance(p, str) for g, p in resources), name
+    from kplane.server.admission import (
+        defaultclass,
+        limitranger,
+        priority,
+        runtimeclass,
+        serviceaccount,
+        storageprotection,
+    )
+
+    classes = [
+        serviceaccount.ServiceAccount,
+        priority.Priority,
+        runtimeclass.RuntimeClass,
+        defaultclass.DefaultStorageClass,
+        defaultclass.DefaultIngressClass,
+        storageprotection.StorageObjectInUseProtection,
+        limitranger.LimitRanger,
+        tolerations.DefaultTolerationSeconds,
+        tolerations.TaintNodesByCondition,
+    ]
+    samples = [
+        ("", "pods"),
+        ("", "nodes"),
+        ("", "configmaps"),
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("networking.k8s.io", "ingresses"),
+        ("apps", "deployments"),
+    ]
+    for cls in classes:
+        assert cls.resources, cls.__name__
+        instance = object.__new__(cls)  # mutates() reads no state
+        for key in samples:
+            if instance.mutates(*key):
+                assert key in cls.resources, (cls.__name__, key)
