@@ -182,3 +182,38 @@ async def test_fanout_close_during_backlog_stops() -> None:
         seen.append(e.revision)
         w.close()
     assert seen == [1]
+
+
+class SilentMemory(StreamOnlyMemory):
+    """A backend whose watch stream never delivers: the cache falls behind every write."""
+
+    def watch(self, prefix: str, from_revision: int) -> interface.Watch:
+        return super().watch("/never/", from_revision)
+
+
+async def test_reads_go_to_the_backend_when_the_cache_is_late() -> None:
+    """A read after a write waits for the cache at most 3 s (on the injected clock), then reads the
+    backend: it sees the write, as upstream's consistent reads fall back to etcd, never a 504."""
+    fake = clock.FakeClock()
+    c = await _started(SilentMemory(), clock=fake)
+    try:
+        await c.create(contract.key("a"), contract.pod("a"))
+        reading = asyncio.ensure_future(c.get(contract.key("a")))
+        for _ in range(59):  # 2.95 s of 50 ms steps: still waiting for the stream
+            await contract.eventually(fake.has_waiters)
+            fake.step(0.05)
+            await asyncio.sleep(0)
+        assert not reading.done()
+        await contract.eventually(fake.has_waiters)
+        fake.step(0.05)
+        async with asyncio.timeout(5):
+            assert (await reading)["metadata"]["name"] == "a"
+        assert c.peek(contract.key("a")) is None  # served by the backend, not the cache
+        listing = asyncio.ensure_future(c.list(contract.PODS))
+        while not listing.done():
+            await contract.eventually(lambda: fake.has_waiters() or listing.done())
+            if not listing.done():
+                fake.step(0.05)
+        assert [o["metadata"]["name"] for o in listing.result().items] == ["a"]
+    finally:
+        await c.close()

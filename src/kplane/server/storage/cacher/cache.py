@@ -19,15 +19,17 @@ raises ``TooLargeRevision``. ``watch`` is served from the window only: older tha
 ``Expired``.
 
 A backend shared with other servers (etcd) has ``fresh_revision()`` (the cluster's revision, read
-linearizably): then ``sync()`` waits until the cache has applied that revision, as upstream's
-consistent list from the watch cache does, so a write made through another server is visible to the
-next read here. The registry calls it before the reads a client asks to be consistent (GET, and LIST
-or WATCH without a resourceVersion); the server's own lookups (admission) read the cache as it is,
-as upstream's informers do. When the writes up to that revision were
+linearizably): ``sync()`` notes that revision and the next ``get`` or ``list`` waits until the cache
+has applied it, as upstream's consistent list from the watch cache does, so a write made through
+another server is visible to the next read here. The registry calls it before the reads a client
+asks to be consistent (GET, and LIST or WATCH without a resourceVersion); the server's own lookups
+(admission) do not ask, as upstream's informers do not. When the writes up to that revision were
 outside the cache's key space, the backend watch's progress notifications (``request_progress`` /
 ``on_progress``) tell the cache it is up to date. A backend watch with ``deliver_to(fn)`` (etcd's)
-hands its events to the cache as it reads them, rather than through its queue. That wait is bounded (3 s, then
-``TooLargeRevision``, a 504).
+hands its events to the cache as it reads them, rather than through its queue. Both waits (for this
+server's writes and for ``sync``'s revision) are bounded: after 3 s the read goes to the backend
+itself, as upstream's consistent reads fall back to etcd. An explicit "not older than N" revision
+the cache does not reach in 3 s is ``TooLargeRevision`` (a 504), as upstream.
 
 If the cache loses its backend stream (its own watcher overflowed), it terminates its watchers with
 an error (their clients relist), and lists and watches the backend again.
@@ -53,6 +55,8 @@ _log = logging.getLogger(__name__)
 _ALL = "/"
 _FRESH_TIMEOUT = 3.0  # seconds a consistent read waits for the cache (upstream's 3 s)
 _PROGRESS_STEP = 0.05  # seconds between two progress requests while waiting
+# Steps, not elapsed time: an event loop blocked for a while must not use up the wait by itself.
+_FRESH_STEPS = round(_FRESH_TIMEOUT / _PROGRESS_STEP)
 
 
 def resource_prefix(key: str) -> str:
@@ -134,6 +138,7 @@ class CachedStorage:
         self._events: collections.deque[interface.Event] = collections.deque()
         self._rev = 0
         self._acked = 0  # the newest revision a write through this cache returned
+        self._wanted = 0  # the newest cluster revision a consistent read asked for (``sync``)
         self._oldest = 0  # watches may start at this revision or later
         self._waiters: builtins.list[tuple[int, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
@@ -227,8 +232,8 @@ class CachedStorage:
 
     async def get(self, key: str) -> interface.Object:
         self._check_ready()
-        if self._rev < self._acked:
-            await self.wait_for_revision(self._acked)
+        if (self._rev < self._acked or self._rev < self._wanted) and not await self._catch_up():
+            return await self._backend.get(key)
         bucket = self._buckets.get(resource_prefix(key))
         obj = bucket.objects.get(key) if bucket is not None else None
         if obj is None:
@@ -239,8 +244,8 @@ class CachedStorage:
         self, prefix: str, *, revision: int = 0, start_after: str = "", limit: int = 0
     ) -> interface.ListResult:
         self._check_ready()
-        if self._rev < self._acked:
-            await self.wait_for_revision(self._acked)
+        if (self._rev < self._acked or self._rev < self._wanted) and not await self._catch_up():
+            return await self._backend.list(prefix, revision=revision, start_after=start_after, limit=limit)
         if revision > self._rev:
             backend_rev = await self._fresh() if self._fresh is not None else self._backend.current_revision()
             if revision > backend_rev:
@@ -252,8 +257,8 @@ class CachedStorage:
 
     async def list_keyed(self, prefix: str) -> tuple[builtins.list[tuple[str, interface.Object]], int]:
         self._check_ready()
-        if self._rev < self._acked:
-            await self.wait_for_revision(self._acked)
+        if (self._rev < self._acked or self._rev < self._wanted) and not await self._catch_up():
+            return await self._backend.list_keyed(prefix)
         keys, objects = self._keys_objects(prefix)
         lo, hi = _key_range(keys, prefix, "")
         return [(k, objects[k]) for k in keys[lo:hi]], self._rev
@@ -292,36 +297,47 @@ class CachedStorage:
             raise interface.TooLargeRevision(revision, self._rev)
 
     async def sync(self) -> None:
-        """Wait until the cache has applied the shared backend's current revision (see the module
-        docstring; at once for a backend of this process only); asks the backend watch for progress
-        notifications while it waits. Raises ``TooLargeRevision`` after 3 s."""
+        """Make the next reads consistent with the shared backend: note its current revision (read
+        linearizably), which ``get`` and ``list`` then wait for (see ``_catch_up``). Nothing to do
+        for a backend of this process only."""
         self._check_ready()
         if self._fresh is None:
             return
         target = await self._fresh()
-        if self._rev >= target:
-            return
+        if target > self._wanted:
+            self._wanted = target
+
+    async def _catch_up(self) -> bool:
+        """Wait until the cache has applied every write acknowledged through it and the revision
+        the last ``sync`` asked for; False if it has not after 3 s, and the caller then reads the
+        backend itself, as upstream's consistent reads fall back to etcd when the watch cache is
+        late (so a busy event loop or a watch being re-established costs latency, not a 504).
+        Asks the backend watch for progress notifications while it waits: the writes up to that
+        revision may have been outside the cache's key space."""
+        target = max(self._acked, self._wanted)
         ask: Callable[[], None] | None = getattr(self._source, "request_progress", None)
         fut = self._waiter(target)
-        waited = 0.0
         try:
-            while not fut.done() and waited < _FRESH_TIMEOUT:
+            for step in range(_FRESH_STEPS):
+                if fut.done():
+                    break
                 # Ask only after a first step without asking: the events normally arrive by then,
                 # and etcd before 3.4.24 may answer a progress request ahead of events still queued
                 # for the watch (etcd issue 15220), which would make this read stale.
-                if ask is not None and waited:
+                if ask is not None and step:
                     ask()
                 sleeper = asyncio.ensure_future(self._clock.sleep(_PROGRESS_STEP))
                 try:
                     await asyncio.wait((fut, sleeper), return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     sleeper.cancel()
-                waited += _PROGRESS_STEP
         finally:
             if not fut.done():
                 fut.cancel()
-        if self._rev < target:
-            raise interface.TooLargeRevision(target, self._rev)
+        if self._rev >= target:
+            return True
+        _log.warning("cache is behind (at %d, wanted %d after 3 s): reading the backend", self._rev, target)
+        return False
 
     def _progressed(self, revision: int) -> None:
         """The backend watch says every event up to ``revision`` has been applied here."""
