@@ -3,10 +3,14 @@ behind the API server's authentication and RBAC."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from tests.e2e.conftest import Server, requires_kubectl
 
@@ -73,3 +77,43 @@ def test_kplane_why_names_the_builtin_controller_behind_a_revision(cluster: Serv
     assert any(
         line.endswith("<- this revision") and "deployments.apps default/explained" in line for line in lines
     )
+
+
+def _listening_tcp_inodes() -> set[str]:
+    """Socket inodes of every listening TCP socket of this network namespace (IPv4 and IPv6)."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for row in list(f)[1:]:
+                cols = row.split()
+                if cols[3] == "0A":  # TCP_LISTEN
+                    inodes.add(cols[9])
+    return inodes
+
+
+def test_controllers_metrics_are_served_on_an_owner_only_unix_socket(cluster: Server) -> None:
+    """The child's /metrics and traces are on DATA_DIR/controllers/metrics.sock (0600, directory
+    0700), and the child listens on no TCP port at all: another local user cannot read them."""
+    directory = cluster.data_dir / "controllers"
+    sock = directory / "metrics.sock"
+    assert stat.S_ISSOCK(sock.stat().st_mode)
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    children = Path(f"/proc/{cluster.proc.pid}/task/{cluster.proc.pid}/children").read_text().split()
+    assert children, "the server runs no controllers process"
+    listening = _listening_tcp_inodes()
+    for pid in children:
+        fds = Path(f"/proc/{pid}/fd")
+        sockets = set()
+        for fd in fds.iterdir():
+            with contextlib.suppress(FileNotFoundError):  # closed meanwhile
+                sockets.add(os.readlink(fd).removeprefix("socket:[").rstrip("]"))
+        assert not sockets & listening, f"controllers process {pid} listens on TCP"
+    # the scrape still works through the socket: the server's /metrics carries the controllers'
+    deadline = time.monotonic() + 20
+    while "controller_runtime_reconcile_total" not in (
+        text := cluster.kubectl("get", "--raw", "/metrics").stdout
+    ):
+        assert time.monotonic() < deadline, "the controllers' metrics never reached the server's /metrics"
+        time.sleep(0.5)
+    assert 'controller="deployment"' in text

@@ -61,8 +61,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--metrics-bind-address",
         default="127.0.0.1:0",
-        help="where to serve the controllers' /metrics (default 127.0.0.1:0, a free loopback port; 0: off);"
-        " the address is printed on standard output as `metrics: URL`",
+        help="where to serve the controllers' /metrics and /debug/kplane/traces: HOST:PORT (default"
+        " 127.0.0.1:0, a free loopback port), unix:PATH (a Unix domain socket, mode 0600; what"
+        " `kplane serve` uses) or 0 (off); printed on standard output as `metrics: URL` once it listens",
     )
     p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
     p.set_defaults(func=run)
@@ -135,8 +136,8 @@ async def _announce_metrics(manager: Any, task: asyncio.Task[None]) -> None:
     """Print ``metrics: URL`` once the manager's metrics server listens (or it failed to start)."""
     for _ in range(1000):
         server = manager.servers.get("metrics")
-        if server is not None and server.port:
-            print(f"metrics: {server.url}/metrics", flush=True)
+        if server is not None and server.listening:
+            print(f"metrics: {server.url}", flush=True)
             return
         if task.done():
             return

@@ -9,7 +9,9 @@ kube-controller-manager beside kube-apiserver). The server module never imports 
 * On etcd, where several servers may share the state, the child runs with ``--leader-elect``: one
   replica's controllers work at a time.
 * Metrics and traces: the child serves its controllers' ``/metrics`` and ``/debug/kplane/traces`` on
-  a free loopback port and says which on its first line of output. The metrics are scraped every
+  a Unix domain socket, ``DATA_DIR/controllers/metrics.sock`` (mode 0600 in a 0700 directory: no
+  other local user can read them, where a loopback TCP port would be open to every user of the
+  machine), and says so on its first line of output. The metrics are scraped every
   ``SCRAPE_INTERVAL`` and appended to the server's ``/metrics``; a request for the server's
   ``/debug/kplane/traces`` (authenticated and authorized there) is relayed to the child.
 """
@@ -19,12 +21,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -37,6 +42,8 @@ STOP_GRACE = 5.0
 SCRAPE_INTERVAL = 2.0
 """Seconds between two reads of the child's metrics."""
 _MAX_BODY = 8 << 20  # bytes read from one answer of the child
+_SUN_PATH_MAX = 108  # bytes of a Unix socket path, its terminating NUL included (Linux sockaddr_un)
+_TEMP_PREFIX = "kplane-controllers-"
 _NO_TRACES = orjson.dumps({"apiVersion": "kplane.dev/v1alpha1", "kind": "ReconcileTraceList", "items": []})
 
 
@@ -51,6 +58,7 @@ class Controllers:
     started: asyncio.Event = field(default_factory=asyncio.Event)
     metrics: bytes = b""
     base_url: str = ""
+    socket_path: str = ""
     _session: aiohttp.ClientSession | None = None
 
     def exposition(self) -> bytes:
@@ -73,7 +81,8 @@ class Controllers:
         loop = asyncio.get_running_loop()
         delay = 1.0
         timeout = aiohttp.ClientTimeout(total=SCRAPE_INTERVAL * 2)
-        async with aiohttp.ClientSession(timeout=timeout) as self._session:
+        connector = aiohttp.UnixConnector(self.socket_path) if self.socket_path else None
+        async with aiohttp.ClientSession(timeout=timeout, connector=connector) as self._session:
             while not self.stopping:
                 began = loop.time()
                 process = self.process = await asyncio.create_subprocess_exec(
@@ -102,7 +111,9 @@ class Controllers:
         try:
             if not line.startswith("metrics: "):
                 return
-            self.base_url = line.removeprefix("metrics: ").removesuffix("/metrics")
+            url = line.removeprefix("metrics: ")
+            # on the socket, the URL's host is only the Host header
+            self.base_url = "http://localhost" if url.startswith("unix:") else url
             while True:
                 with contextlib.suppress(aiohttp.ClientError, TimeoutError):
                     async with self._session.get(self.base_url + "/metrics") as resp:
@@ -121,6 +132,7 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 async def start(server: Any, *, nodes: int) -> Controllers:
     """Start the controllers against ``server`` (a started ``APIServer``). Their caches sync after
     this returns: the server is already serving."""
+    socket_path = _socket_path(Path(server.config.data_dir))
     argv = [
         sys.executable,
         "-m",
@@ -133,6 +145,8 @@ async def start(server: Any, *, nodes: int) -> Controllers:
         "--pod-logs",
         str(server.pod_logs_dir),
         "--stop-on-stdin-close",
+        "--metrics-bind-address",
+        "unix:" + socket_path,
         "--log-level",
         logging.getLevelName(logging.getLogger().getEffectiveLevel()),
     ]
@@ -141,13 +155,26 @@ async def start(server: Any, *, nodes: int) -> Controllers:
         argv += ["--leader-elect", "--leader-elect-identity", identity]
     # a garbage collector runs: deletes may now add the orphan/foregroundDeletion finalizers
     server.registry.gc_finalizers = True
-    controllers = Controllers(argv)
+    controllers = Controllers(argv, socket_path=socket_path)
     server.metrics_sources.append(controllers.exposition)
     if server.nonresource is not None:
         server.nonresource.traces = controllers.traces  # /debug/kplane/traces, with the API's auth
     controllers.task = asyncio.get_running_loop().create_task(controllers.supervise())
     await controllers.started.wait()
     return controllers
+
+
+def _socket_path(data_dir: Path) -> str:
+    """``DATA_DIR/controllers/metrics.sock``, its directory made 0700. A socket path longer than
+    ``sun_path`` holds (108 bytes on Linux) goes to a fresh 0700 directory under the temporary
+    directory instead."""
+    directory = data_dir / "controllers"
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
+    path = str((directory / "metrics.sock").absolute())
+    if len(path.encode()) >= _SUN_PATH_MAX:
+        path = os.path.join(tempfile.mkdtemp(prefix=_TEMP_PREFIX), "metrics.sock")
+    return path
 
 
 async def stop(controllers: Controllers) -> None:
@@ -167,3 +194,7 @@ async def stop(controllers: Controllers) -> None:
         controllers.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await controllers.task
+    parent = os.path.dirname(controllers.socket_path)
+    if os.path.basename(parent).startswith(_TEMP_PREFIX):
+        with contextlib.suppress(OSError):
+            os.rmdir(parent)  # the fallback directory of a long data directory's socket

@@ -9,13 +9,18 @@ returning None (healthy) or raising; it may be a coroutine function.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
 import prometheus_client
 from aiohttp import web
+
+UNIX_PREFIX = "unix:"
+"""An address ``unix:PATH`` names a Unix domain socket rather than ``host:port``."""
 
 Check = Callable[[], Awaitable[None] | None]
 """A health check: returns when healthy, raises (the message is reported) when not."""
@@ -55,12 +60,16 @@ def probe_handler(checks: dict[str, Check]) -> Callable[[web.Request], Awaitable
 
 
 class HTTPServer:
-    """One aiohttp site on ``host:port`` (port 0 picks a free one; see ``port`` after ``listen``)."""
+    """One aiohttp site on ``host:port`` (port 0 picks a free one; see ``port`` after ``listen``), or
+    on a Unix domain socket for an address ``unix:PATH``: the socket file is made mode 0600, so only
+    its owner can connect (put it in a directory only the owner can enter, as the bind and the
+    chmod are two steps)."""
 
     runnable_group = "http"
 
     def __init__(self, address: str, app: web.Application) -> None:
-        host, _, port = address.rpartition(":")
+        self.path = address.removeprefix(UNIX_PREFIX) if address.startswith(UNIX_PREFIX) else ""
+        host, _, port = ("", "", "0") if self.path else address.rpartition(":")
         self.host = host or "0.0.0.0"
         self.port = int(port)
         self._app = app
@@ -70,6 +79,13 @@ class HTTPServer:
         """Bind and serve in the background; returns once the socket accepts connections."""
         self._runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
         await self._runner.setup()
+        if self.path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)  # a previous process's socket
+            unix = web.UnixSite(self._runner, self.path)
+            await unix.start()
+            os.chmod(self.path, 0o600)
+            return
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
         if self.port == 0 and self._runner.addresses:
@@ -79,10 +95,19 @@ class HTTPServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+            if self.path:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)
+
+    @property
+    def listening(self) -> bool:
+        """True once ``listen`` bound the socket (a TCP port 0 is known only then)."""
+        return self._runner is not None and bool(self.path or self.port)
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        """``http://host:port``, or ``unix:PATH`` for a Unix domain socket."""
+        return UNIX_PREFIX + self.path if self.path else f"http://{self.host}:{self.port}"
 
 
 TRACES_PATH = "/debug/kplane/traces"

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import stat
+from pathlib import Path
 
 import aiohttp
 import pytest
 
 from kplane import runtime, testing
+from kplane.runtime import serving
 from tests.e2e import runtime_support as rs
 
 
@@ -170,3 +173,23 @@ async def test_start_order_and_reverse_stop(kplane: testing.ControlPlane) -> Non
         "leader start (cache synced: True)",
     ]
     assert events[4:] == ["leader stop", "other stop", "webhook stop"]
+
+
+async def test_metrics_on_a_unix_socket_owner_only(tmp_path: Path) -> None:
+    """``unix:PATH`` serves on a Unix domain socket of mode 0600, named by ``url``; a stale socket
+    file is replaced and the file is removed on close."""
+    path = tmp_path / "m.sock"
+    path.write_text("stale")
+    server = serving.HTTPServer("unix:" + str(path), serving.metrics_app(lambda: b"kplane_up 1\n"))
+    await server.listen()
+    try:
+        assert server.listening and server.url == f"unix:{path}"
+        assert stat.S_ISSOCK(path.stat().st_mode) and stat.S_IMODE(path.stat().st_mode) == 0o600
+        async with (
+            aiohttp.ClientSession(connector=aiohttp.UnixConnector(str(path))) as session,
+            session.get("http://localhost/metrics") as resp,
+        ):
+            assert resp.status == 200 and await resp.text() == "kplane_up 1\n"
+    finally:
+        await server.close()
+    assert not path.exists()
