@@ -20,6 +20,7 @@ from typing import Any
 
 from kplane.api import validation
 from kplane.api.schema import compile as compiling
+from kplane.api.schema import containers
 
 DEPLOYMENT: dict[str, Any] = {
     "apiVersion": "apps/v1",
@@ -91,7 +92,7 @@ def main() -> None:
                 "builtin_validation_pod_us": round(
                     best_us(lambda: validation.validate("", "Pod", pod, None), args.rounds), 1
                 ),
-                "copy_json_us": round(best_us(lambda: compiling.copy_json(DEPLOYMENT), args.rounds), 1),
+                "copy_json_us": round(best_us(lambda: containers.copy_json(DEPLOYMENT), args.rounds), 1),
                 "budget_us": 100,
             }
         )

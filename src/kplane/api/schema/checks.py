@@ -23,6 +23,8 @@ from kplane.api import errors
 from kplane.api.schema import formats
 
 Check = Callable[[Any, str, Any, "Ctx"], None]
+# A compiled schema node: ``fn(value, path, old, ctx) -> value`` returns the pruned/defaulted value.
+Fn = Callable[[Any, str, Any, "Ctx"], Any]
 
 
 class Ctx:

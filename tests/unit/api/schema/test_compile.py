@@ -9,8 +9,7 @@ import pytest
 
 from kplane.api import errors
 from kplane.api import schema as api_schema
-from kplane.api.schema import compile as compiling
-from kplane.api.schema import formats
+from kplane.api.schema import containers, formats
 
 
 def crd(properties: dict[str, Any], **spec_extra: Any) -> api_schema.CompiledSchema:
@@ -734,7 +733,7 @@ def test_go_number_matches_go_percent_v(value: float, text: str) -> None:
 def test_copy_json_is_deep() -> None:
     """copy_json copies nested containers."""
     value = {"a": [{"b": 1}]}
-    copied = compiling.copy_json(value)
+    copied = containers.copy_json(value)
     copied["a"][0]["b"] = 2
     assert value == {"a": [{"b": 1}]}
 
