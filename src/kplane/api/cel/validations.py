@@ -1,34 +1,26 @@
-"""CRD ``x-kubernetes-validations``: rules compiled once per schema, evaluated on each write.
+"""CRD ``x-kubernetes-validations``: rules compiled once per schema (evaluated by ``ruletree``).
 
 ``compile_rules(schema, path)`` walks a structural schema, compiles every rule (and
 ``messageExpression``) of every node against the node's declared CEL type, and returns the CRD
 write errors with upstream's texts (apiextensions-apiserver validation.go, schema/cel/
-compilation.go) plus a ``RuleTree`` holding only the nodes that have rules at or below them.
-``RuleTree.validate(obj, old)`` evaluates the rules along the object and returns field errors as
-the custom resource strategy reports them: path of the node (``<nil>`` at the root) plus
-``fieldPath``, the schema's type name as the value, ``reason`` selecting the error type.
-
-Rules are type-checked against the schema's declared types (``schematypes``) and run over the
-plain object with ``self`` as dyn. At the root and at embedded resources only ``apiVersion``,
-``kind``, ``metadata.name`` and ``metadata.generateName`` are visible. Transition rules (those
-naming ``oldSelf``) run only where an old value correlates: object properties, map values and
-``list-type: map`` entries by key; with ``optionalOldSelf`` they run on create too, with
-``oldSelf`` an optional (``optional.none()`` on create). Ratcheting as upstream's
-CRDValidationRatcheting: on update, rules without ``oldSelf`` skip values left unchanged.
+compilation.go) plus a ``ruletree.RuleTree`` holding only the nodes that have rules at or below
+them. Rules are type-checked against the schema's declared types (``schematypes``) and compiled a
+second time with ``self`` (and ``oldSelf``) as dyn, the program that runs. Each expression's cost
+is estimated (``cost``) against the schema's bounds: per rule, times the node's cardinality, and
+for the whole schema. New expressions compile in the previous minor's environment, those already
+stored in the CRD in the full one. Compilation never modifies the schema.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from cel_expr_python import cel
 
 from kplane.api import errors
-from kplane.api.cel import cost, engine, schematypes
+from kplane.api.cel import cost, engine, rulesource, ruletree, schematypes
 
 T = cel.Type
 log = logging.getLogger("kplane.api.cel")
@@ -39,243 +31,6 @@ _REASONS = {
     "FieldValueDuplicate",
 }
 _TYPE_NAMES = {"object", "array", "string", "integer", "number", "boolean"}
-_SKIP_CEL = {
-    "FieldValueRequired",
-    "FieldValueNotSupported",
-    "FieldValueTooLong",
-    "FieldValueTooMany",
-    "FieldValueTypeInvalid",
-}
-_MESSAGE_LIMIT = 5 * 1024
-
-
-class GoValue:
-    """A value rendered verbatim in a field error (a Go ``%#v`` struct)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def _go_rule(rule: Mapping[str, Any]) -> GoValue:
-    def q(key: str) -> str:
-        return errors.go_quote(str(rule.get(key) or ""))
-
-    reason = "(*apiextensions.FieldValueErrorReason)(nil)"
-    if rule.get("reason") is not None:
-        reason = "(*apiextensions.FieldValueErrorReason)(0xc000a1b2c0)"
-    oos = "(*bool)(nil)" if rule.get("optionalOldSelf") is None else "(*bool)(0xc000a1b2c8)"
-    return GoValue(
-        f"apiextensions.ValidationRule{{Rule:{q('rule')}, Message:{q('message')}, "
-        f"MessageExpression:{q('messageExpression')}, Reason:{reason}, FieldPath:{q('fieldPath')}, "
-        f"OptionalOldSelf:{oos}}}"
-    )
-
-
-@dataclass
-class Rule:
-    program: engine.Program
-    source: str
-    message: str
-    message_program: engine.Program | None
-    reason: str
-    field_path: str
-    transition: bool
-    optional_old: bool
-    static_cost: int = 0
-    """The estimated cost of one evaluation; above ``cost.PER_CALL_LIMIT`` the rule's actual cost
-    is estimated from the object's sizes before it runs."""
-    cost_tree: cost.Node | None = None
-
-
-@dataclass
-class RuleTree:
-    """Compiled rules of one schema node and of its descendants that have any."""
-
-    type_name: str
-    rules: list[Rule] = field(default_factory=list)
-    properties: dict[str, RuleTree] = field(default_factory=dict)
-    items: RuleTree | None = None
-    additional: RuleTree | None = None
-    map_keys: tuple[str, ...] = ()
-    root_like: bool = False
-    convert: schematypes.Convert | None = None
-
-    def empty(self) -> bool:
-        return not (self.rules or self.properties or self.items or self.additional)
-
-    def validate(self, obj: Any, old: Any) -> list[errors.FieldError]:
-        """Field errors of every failing rule under this node (``obj`` already schema-valid)."""
-        out: list[errors.FieldError] = []
-        budget = [cost.RUNTIME_BUDGET]
-        try:
-            self._walk(obj, old, old is not None, "", out, budget)
-        except _Stop:
-            pass
-        return out
-
-    def _walk(
-        self, value: Any, old: Any, has_old: bool, path: str, out: list[errors.FieldError], budget: list[int]
-    ) -> None:
-        if value is None:
-            return
-        if self.rules:
-            self._run(value, old, has_old, path, out, budget)
-        if self.properties and isinstance(value, dict):
-            olds: dict[str, Any] = old if has_old and isinstance(old, dict) else _NO_OLD
-            for name, sub in self.properties.items():
-                if name in value:
-                    child_has = name in olds
-                    sub._walk(value[name], olds.get(name), child_has, _join(path, name), out, budget)
-        if self.additional is not None and isinstance(value, dict):
-            olds = old if has_old and isinstance(old, dict) else _NO_OLD
-            for key, v in value.items():
-                self.additional._walk(v, olds.get(key), key in olds, f"{path}[{key}]", out, budget)
-        if self.items is not None and isinstance(value, list):
-            by_key = _index_old(old, self.map_keys) if has_old and self.map_keys else {}
-            for i, v in enumerate(value):
-                previous = by_key.get(_key_of(v, self.map_keys), _MISSING) if by_key else _MISSING
-                found = previous is not _MISSING
-                self.items._walk(v, previous if found else None, found, f"{path}[{i}]", out, budget)
-
-    def _run(
-        self, value: Any, old: Any, has_old: bool, path: str, out: list[errors.FieldError], budget: list[int]
-    ) -> None:
-        visible = _visible(value) if self.root_like else value
-        old_visible = _visible(old) if self.root_like and has_old else old
-        if self.convert is not None:
-            visible = self.convert(visible)
-            old_visible = self.convert(old_visible) if has_old else None
-        # CRDValidationRatcheting (on in 1.32): a rule without oldSelf is not run on a value that
-        # an update left as it was (correlated through the same paths as transition rules).
-        unchanged = has_old and value == old
-        for rule in self.rules:
-            if rule.transition and not has_old and not rule.optional_old:
-                continue
-            if unchanged and not rule.transition:
-                continue
-            data = {"self": visible}
-            if rule.transition:
-                data["oldSelf"] = old_visible if has_old else None
-                if rule.optional_old:
-                    data[_HAS_OLD] = has_old
-            target = (path + rule.field_path).lstrip(".") if rule.field_path else path or "<nil>"
-            if rule.static_cost > cost.PER_CALL_LIMIT and rule.cost_tree is not None:
-                _charge(rule, data, target, self.type_name, out, budget)
-            try:
-                ok = rule.program.eval(data)
-            except engine.EvalError as exc:
-                out.append(errors.invalid(target, self.type_name, _eval_failure(str(exc), rule)))
-                continue
-            if ok is True:
-                continue
-            out.append(_failure(rule, target, self.type_name, data))
-
-
-class _Stop(Exception):
-    """No further rules run (a cost limit was reached)."""
-
-
-def _charge(
-    rule: Rule,
-    data: dict[str, Any],
-    target: str,
-    type_name: str,
-    out: list[errors.FieldError],
-    budget: list[int],
-) -> None:
-    """The run-time cost limits (apiextensions schema/cel/validation.go): a rule whose estimate
-    over the object's actual sizes passes the per-call limit, or a CR past its total budget, ends
-    validation with upstream's errors. Only rules whose static estimate passes the per-call limit
-    are measured (the others cannot reach it)."""
-    assert rule.cost_tree is not None
-    actual = cost.estimate(rule.cost_tree, cost.value_sizes(data))
-    shown = rule.message or rule.source
-    if actual > cost.PER_CALL_LIMIT:
-        out.append(
-            errors.invalid(
-                target,
-                type_name,
-                "'operation cancelled: actual cost limit exceeded': no further validation rules will be run "
-                f"due to call cost exceeds limit for rule: {shown}",
-            )
-        )
-        raise _Stop
-    budget[0] -= actual
-    if budget[0] < 0:
-        out.append(
-            errors.invalid(
-                target,
-                type_name,
-                "validation failed due to running out of cost budget, no further validation rules will be "
-                "run",
-            )
-        )
-        raise _Stop
-
-
-def _eval_failure(error: str, rule: Rule) -> str:
-    """apiextensions-apiserver schema/cel/validation.go's wording of an evaluation error."""
-    shown = rule.message or rule.source
-    if error.startswith("no such overload"):
-        return (
-            f"'{error}': call arguments did not match a supported operator, function or macro "
-            f"signature for rule: {shown}"
-        )
-    return f"{error} evaluating rule: {shown}"
-
-
-_MISSING = object()
-_NO_OLD: dict[str, Any] = {}
-
-
-def _failure(rule: Rule, path: str, type_name: str, data: dict[str, Any]) -> errors.FieldError:
-    message = rule.message or f"failed rule: {rule.source}"
-    if rule.message_program is not None:
-        try:
-            text = rule.message_program.eval(data)
-        except engine.EvalError:
-            text = None
-        if isinstance(text, str) and text.strip() and "\n" not in text and len(text) <= _MESSAGE_LIMIT:
-            message = text
-    if rule.reason == "FieldValueForbidden":
-        return errors.forbidden(path, message)
-    if rule.reason == "FieldValueRequired":
-        return errors.required(path, message)
-    if rule.reason == "FieldValueDuplicate":
-        return errors.FieldError("FieldValueDuplicate", path, message, type_name)
-    return errors.invalid(path, type_name, message)
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _visible(obj: Any) -> Any:
-    if not isinstance(obj, dict):
-        return obj
-    out = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        out["metadata"] = {k: meta[k] for k in ("name", "generateName") if k in meta}
-    for k, v in obj.items():
-        if k not in ("apiVersion", "kind", "metadata"):
-            out[k] = v
-    return out
-
-
-def _key_of(item: Any, keys: tuple[str, ...]) -> Any:
-    if not isinstance(item, dict):
-        return None
-    return tuple(repr(item.get(k)) for k in keys)
-
-
-def _index_old(old: Any, keys: tuple[str, ...]) -> dict[Any, Any]:
-    if not isinstance(old, list):
-        return {}
-    return {_key_of(item, keys): item for item in old}
 
 
 def _has_rules(node: Any) -> bool:
@@ -302,7 +57,7 @@ class _Envs:
 
 def compile_rules(
     schema: Mapping[str, Any], path: str, *, stored: frozenset[str] | bool = frozenset()
-) -> tuple[list[errors.FieldError], RuleTree | None]:
+) -> tuple[list[errors.FieldError], ruletree.RuleTree | None]:
     """CRD write errors of every rule in ``schema`` (at ``path``) and the compiled tree (None when
     the schema has no rules). ``stored`` are the expression texts already stored in the CRD being
     updated (they may use what the 1.32 set adds), or True to compile everything as stored (the
@@ -347,13 +102,13 @@ def _compile_node(
     root: bool = False,
     correlatable: bool,
     cardinality: int,
-) -> RuleTree | None:
+) -> ruletree.RuleTree | None:
     """``cardinality``: how many values this node may have in one object (the product of the
     enclosing lists' and maps' sizes), which multiplies its rules' estimated cost."""
     if not isinstance(node, Mapping):
         return None
     kind = node.get("type")
-    tree = RuleTree(
+    tree = ruletree.RuleTree(
         type_name=kind if kind in _TYPE_NAMES else "object",
         root_like=root or bool(node.get("x-kubernetes-embedded-resource")),
     )
@@ -411,7 +166,7 @@ def _compile_rule(
     node_path: str,
     correlatable: bool,
     cardinality: int = 1,
-) -> Rule | None:
+) -> ruletree.Rule | None:
     if not isinstance(raw, Mapping):
         errs.append(errors.invalid(path, raw, "must be an object"))
         return None
@@ -437,7 +192,7 @@ def _compile_rule(
     if reason is not None and reason not in _REASONS:
         errs.append(errors.not_supported(f"{path}.reason", reason, sorted(_REASONS)))
         failed = True
-    transition = _uses_old_self(source)
+    transition = rulesource.uses_old_self(source)
     optional_old = bool(raw.get("optionalOldSelf"))
     if optional_old and not transition:
         errs.append(
@@ -448,25 +203,27 @@ def _compile_rule(
         errs.append(
             errors.invalid(
                 f"{path}.rule",
-                _go_rule(raw),
+                rulesource.go_rule(raw),
                 f"oldSelf cannot be used on the uncorrelatable portion of the schema within {node_path}",
             )
         )
         failed = True
     if optional_old:
-        source = _optional_old_self(source)
+        source = rulesource.optional_old_self(source)
     checked = {"self": env.types.cel_type(node)}
     variables = {"self": T.DYN}
     if transition:
         checked["oldSelf"] = checked["self"]
         variables["oldSelf"] = T.DYN
         if optional_old:
-            checked[_HAS_OLD] = variables[_HAS_OLD] = T.BOOL
+            checked[ruletree.HAS_OLD] = variables[ruletree.HAS_OLD] = T.BOOL
     program = _compile_pair(env, source, checked, variables, raw, f"{path}.rule", "compilation failed", errs)
     if program is None:
         failed = True
     elif program[0].result_type not in ("bool", "dyn"):
-        errs.append(errors.invalid(f"{path}.rule", _go_rule(raw), "cel expression must evaluate to a bool"))
+        errs.append(
+            errors.invalid(f"{path}.rule", rulesource.go_rule(raw), "cel expression must evaluate to a bool")
+        )
         failed = True
     rule_cost = 0
     tree: cost.Node | None = None
@@ -486,7 +243,7 @@ def _compile_rule(
             failed = True
         else:
             if optional_old:
-                expression = _optional_old_self(expression)
+                expression = rulesource.optional_old_self(expression)
             pair = _compile_pair(
                 env,
                 expression,
@@ -503,7 +260,7 @@ def _compile_rule(
                 errs.append(
                     errors.invalid(
                         f"{path}.messageExpression",
-                        _go_rule(raw),
+                        rulesource.go_rule(raw),
                         "messageExpression must evaluate to a string",
                     )
                 )
@@ -520,12 +277,12 @@ def _compile_rule(
                     errs,
                 )
     field_path = raw.get("fieldPath") or ""
-    if field_path and not _valid_field_path(field_path):
+    if field_path and not rulesource.valid_field_path(field_path):
         errs.append(errors.invalid(f"{path}.fieldPath", field_path, "fieldPath must be a valid path"))
         failed = True
     if failed or program is None:
         return None
-    return Rule(
+    return ruletree.Rule(
         program=program[1],
         source=raw["rule"],
         message=message if isinstance(message, str) else "",
@@ -602,46 +359,8 @@ def _compile_pair(
             typed = None
         runnable = environment.compile(source, variables)
     except engine.CompileError as exc:
-        errs.append(errors.invalid(path, _go_rule(raw), f"{what}: {exc}"))
+        errs.append(errors.invalid(path, rulesource.go_rule(raw), f"{what}: {exc}"))
         return None
     if typed is None:
         return runnable, runnable
     return typed, runnable
-
-
-_HAS_OLD = "__kplaneHasOldSelf"
-_TOKENS = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\boldSelf\b""")
-
-
-def _uses_old_self(source: str) -> bool:
-    """Whether ``source`` names ``oldSelf`` outside string literals (a transition rule)."""
-    return any(m.group(0) == "oldSelf" for m in _TOKENS.finditer(source))
-
-
-def _optional_old_self(source: str) -> str:
-    """``source`` with ``oldSelf`` made an optional (``optionalOldSelf: true``): the engine takes
-    no optional-typed variables, so each reference becomes an expression that builds one."""
-
-    def one(m: re.Match[str]) -> str:
-        if m.group(0) != "oldSelf":
-            return m.group(0)
-        return f"({_HAS_OLD} ? optional.of(oldSelf) : optional.none())"
-
-    return _TOKENS.sub(one, source)
-
-
-_FIELD_PATH = re.compile(r"^(?:\.[A-Za-z_$][A-Za-z0-9_$-]*|\['[^']*'\])+$")
-
-
-def _valid_field_path(text: str) -> bool:
-    return bool(_FIELD_PATH.match(text))
-
-
-def walk_rules(tree: RuleTree) -> Iterator[Rule]:
-    """Every rule of a tree (for benchmarks and diagnostics)."""
-    yield from tree.rules
-    for sub in tree.properties.values():
-        yield from walk_rules(sub)
-    for child in (tree.items, tree.additional):
-        if child is not None:
-            yield from walk_rules(child)
