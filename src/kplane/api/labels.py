@@ -7,7 +7,8 @@ ignored between tokens::
 
 Keys are qualified names (``[prefix/]name``: a DNS subdomain of at most 253 characters, then at
 most 63 characters of ``[A-Za-z0-9._-]`` starting and ending alphanumeric); values are empty or at
-most 63 such characters. ``!=`` and ``notin`` also match objects that lack the key.
+most 63 such characters (``kplane.api.names`` checks both). ``!=`` and ``notin`` also match
+objects that lack the key.
 
 A parsed ``Selector`` is compiled to a tuple of small closures, because ``matches`` runs once per
 object per list or watch event; it is immutable and hashable. Its ``str`` is canonical: requirements
@@ -17,12 +18,11 @@ sorted by key, values sorted, as upstream prints them.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kplane.api import errors
+from kplane.api import errors, names
 
 Check = Callable[[Mapping[str, str]], bool]
 
@@ -42,128 +42,7 @@ class Operator(enum.Enum):
 _SET_OPERATORS = {"In": Operator.IN, "NotIn": Operator.NOT_IN}
 _EXIST_OPERATORS = {"Exists": Operator.EXISTS, "DoesNotExist": Operator.DOES_NOT_EXIST}
 
-# --- validation (apimachinery util/validation wording) -------------------------------------------
-
-_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME_RE = re.compile(_NAME_FMT)
-_VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
-_VALUE_RE = re.compile(_VALUE_FMT)
-_DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_FMT = rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*"
-_DNS1123_RE = re.compile(_DNS1123_FMT)
-_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL)
-_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def qualified_name_errors(key: str) -> list[str]:
-    """Why ``key`` is not a valid qualified name (label key, annotation key); empty when it is."""
-    errs: list[str] = []
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + e for e in dns1123_subdomain_errors(prefix))
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if name and not _NAME_RE.fullmatch(name):
-        errs.append("name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def dns1123_subdomain_errors(value: str) -> list[str]:
-    """Why ``value`` is not a lowercase RFC 1123 subdomain; empty when it is."""
-    errs = []
-    if len(value) > 253:
-        errs.append("must be no more than 253 characters")
-    if not _DNS1123_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-                "'.', and must start and end with an alphanumeric character",
-                _DNS1123_FMT,
-                "example.com",
-            )
-        )
-    return errs
-
-
-def dns1123_label_errors(value: str) -> list[str]:
-    """Why ``value`` is not a lowercase RFC 1123 label (container, volume, port names); empty when it is."""
-    errs = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-                "must start and end with an alphanumeric character",
-                _DNS1123_LABEL,
-                "my-name",
-                "123-abc",
-            )
-        )
-    return errs
-
-
-_DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL)
-
-
-def dns1035_label_errors(value: str) -> list[str]:
-    """Why ``value`` is not an RFC 1035 label (API versions, kinds in lower case); empty when it is."""
-    errs = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _DNS1035_LABEL_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-                "alphabetic character, and end with an alphanumeric character",
-                _DNS1035_LABEL,
-                "my-name",
-                "abc-123",
-            )
-        )
-    return errs
-
-
-def label_value_errors(value: str) -> list[str]:
-    """Why ``value`` is not a valid label value; empty when it is."""
-    errs = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _VALUE_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-                "'.', and must start and end with an alphanumeric character",
-                _VALUE_FMT,
-                "MyValue",
-                "my_value",
-                "12345",
-            )
-        )
-    return errs
+# --- error texts (upstream field.Invalid and ErrorList.ToAggregate) ---------------------------------
 
 
 def _invalid(path: str, shown: str, detail: str) -> str:
@@ -193,7 +72,7 @@ class Requirement:
         """A validated requirement; raises ``ValueError`` with upstream's message when invalid."""
         vals = list(values)
         errs: list[str] = []
-        key_errs = qualified_name_errors(key)
+        key_errs = names.qualified_name_errors(key)
         if key_errs:
             errs.append(_invalid("key", errors.go_quote(key), "; ".join(key_errs)))
         count_problem = None
@@ -214,7 +93,7 @@ class Requirement:
                     detail = "for 'Gt', 'Lt' operators, the value must be an integer"
                     errs.append(_invalid(f"values[{i}]", errors.go_quote(v), detail))
         for i, v in enumerate(vals):  # every value is a label value, Gt/Lt ones included
-            value_errs = label_value_errors(v)
+            value_errs = names.label_value_errors(v)
             if value_errs:
                 errs.append(_invalid(f"values[{i}][{key}]", errors.go_quote(v), "; ".join(value_errs)))
         if errs:
@@ -407,7 +286,7 @@ class _Parser:
         if kind != _IDENT:  # "in" and "notin" are keys here, as in upstream's Values context
             raise ValueError(f"found '{lit}', expected: identifier")
         key = lit
-        key_errs = qualified_name_errors(key)
+        key_errs = names.qualified_name_errors(key)
         if key_errs:
             # upstream validates the key against a nil field path before building the requirement
             raise ValueError(_invalid("<nil>", errors.go_quote(key), "; ".join(key_errs)))
@@ -529,3 +408,9 @@ def _parse_int(text: str) -> int | None:
         return None
     value = int(text)
     return value if -(2**63) <= value < 2**63 else None
+
+
+# server/registry (objectmeta, eventvalidation) still reads these two here, and another change owns
+# that package for now; new code uses ``kplane.api.names``.
+qualified_name_errors = names.qualified_name_errors
+label_value_errors = names.label_value_errors

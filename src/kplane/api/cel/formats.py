@@ -23,7 +23,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from kplane.api import labels
+from kplane.api import names
 from kplane.api.cel import network, types
 from kplane.api.duration import parse_timestamp
 
@@ -60,14 +60,14 @@ def _datetime(s: str) -> list[str]:
 
 
 VALIDATORS: dict[str, Callable[[str], list[str]]] = {
-    "dns1123Label": labels.dns1123_label_errors,
-    "dns1123Subdomain": labels.dns1123_subdomain_errors,
-    "dns1035Label": labels.dns1035_label_errors,
-    "qualifiedName": labels.qualified_name_errors,
-    "dns1123LabelPrefix": lambda s: labels.dns1123_label_errors(_mask_dash(s, True)),
-    "dns1123SubdomainPrefix": lambda s: labels.dns1123_subdomain_errors(_mask_dash(s, True)),
-    "dns1035LabelPrefix": lambda s: labels.dns1035_label_errors(_mask_dash(s, True)),
-    "labelValue": labels.label_value_errors,
+    "dns1123Label": names.dns1123_label_errors,
+    "dns1123Subdomain": names.dns1123_subdomain_errors,
+    "dns1035Label": names.dns1035_label_errors,
+    "qualifiedName": names.qualified_name_errors,
+    "dns1123LabelPrefix": lambda s: names.dns1123_label_errors(_mask_dash(s, True)),
+    "dns1123SubdomainPrefix": lambda s: names.dns1123_subdomain_errors(_mask_dash(s, True)),
+    "dns1035LabelPrefix": lambda s: names.dns1035_label_errors(_mask_dash(s, True)),
+    "labelValue": names.label_value_errors,
     "uri": _uri,
     "uuid": lambda s: [] if _UUID.match(s) else ["does not match the UUID format"],
     "byte": _byte,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kplane.api import errors, labels
+from kplane.api import errors, names
 from kplane.api.cel import admission as cel_admission
 from kplane.api.cel import schematypes
 from kplane.api.validation import admissionregistration
@@ -51,26 +51,26 @@ def _param_kind(kind: Object, path: str) -> Errs:
         )
     else:
         group, _, version = api_version.rpartition("/")
-        if group and labels.dns1123_subdomain_errors(group):
+        if group and names.dns1123_subdomain_errors(group):
             errs.append(
-                errors.invalid(f"{path}.apiVersion", group, ",".join(labels.dns1123_subdomain_errors(group)))
+                errors.invalid(f"{path}.apiVersion", group, ",".join(names.dns1123_subdomain_errors(group)))
             )
         if not version:
             errs.append(errors.invalid(f"{path}.apiVersion", api_version, "version must be specified"))
-        elif labels.dns1035_label_errors(version):
+        elif names.dns1035_label_errors(version):
             errs.append(
-                errors.invalid(f"{path}.apiVersion", version, ",".join(labels.dns1035_label_errors(version)))
+                errors.invalid(f"{path}.apiVersion", version, ",".join(names.dns1035_label_errors(version)))
             )
     kind_name = s(kind, "kind")
     if not kind_name:
         errs.append(errors.required(f"{path}.kind"))
-    elif labels.dns1035_label_errors(kind_name.lower()):
+    elif names.dns1035_label_errors(kind_name.lower()):
         errs.append(
             errors.invalid(
                 f"{path}.kind",
                 kind_name,
                 "may have mixed case, but should otherwise match: "
-                + ",".join(labels.dns1035_label_errors(kind_name.lower())),
+                + ",".join(names.dns1035_label_errors(kind_name.lower())),
             )
         )
     return errs
@@ -292,7 +292,7 @@ def binding(obj: Object, old: Object | None) -> Errs:
     if not name:
         errs.append(errors.required(f"{path}.policyName"))
     else:
-        errs += [errors.invalid(f"{path}.policyName", name, m) for m in labels.dns1123_subdomain_errors(name)]
+        errs += [errors.invalid(f"{path}.policyName", name, m) for m in names.dns1123_subdomain_errors(name)]
     errs += _param_ref(spec.get("paramRef"), f"{path}.paramRef")
     if spec.get("matchResources") is not None:
         # upstream's path has this spelling (validateValidatingAdmissionPolicyBindingSpec)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from kplane.api import errors, labels
+from kplane.api import errors, names
 from kplane.api.cel import admission as celadmission
 from kplane.api.validation import admissionrules
 from kplane.api.validation.field import Errs, Object, d, dl, s
@@ -50,7 +50,7 @@ def fully_qualified_name(name: str, path: str) -> Errs:
     """``IsFullyQualifiedName``: a DNS subdomain of at least three dot-separated segments."""
     if not name:
         return [errors.required(path)]
-    msgs = labels.dns1123_subdomain_errors(name)
+    msgs = names.dns1123_subdomain_errors(name)
     if msgs:
         return [errors.invalid(path, name, ",".join(msgs))]
     if len(name.split(".")) < 3:
@@ -83,15 +83,15 @@ def label_selector(raw: Any, path: str) -> Errs:
         else:
             errs.append(errors.invalid(f"{at}.operator", op, "not a valid selector operator"))
         key = s(expr, "key")
-        errs += [errors.invalid(f"{at}.key", key, m) for m in labels.qualified_name_errors(key)]
+        errs += [errors.invalid(f"{at}.key", key, m) for m in names.qualified_name_errors(key)]
         for j, v in enumerate(values):
-            errs += [errors.invalid(f"{at}.values[{j}]", v, m) for m in labels.label_value_errors(v)]
+            errs += [errors.invalid(f"{at}.values[{j}]", v, m) for m in names.label_value_errors(v)]
     match_labels = sel.get("matchLabels")
     if isinstance(match_labels, dict):
         at = f"{path}.matchLabels"
         for k, v in match_labels.items():
-            errs += [errors.invalid(at, k, m) for m in labels.qualified_name_errors(str(k))]
-            errs += [errors.invalid(at, v, m) for m in labels.label_value_errors(str(v))]
+            errs += [errors.invalid(at, k, m) for m in names.qualified_name_errors(str(k))]
+            errs += [errors.invalid(at, v, m) for m in names.label_value_errors(str(v))]
     return errs
 
 
@@ -221,7 +221,7 @@ def webhook_service(svc: Object, path: str) -> Errs:
         if not step:
             errs.append(errors.invalid(f"{path}.path", url_path, f"segment[{i}] may not be empty"))
             continue
-        for msg in labels.dns1123_subdomain_errors(step):
+        for msg in names.dns1123_subdomain_errors(step):
             errs.append(errors.invalid(f"{path}.path", url_path, f"segment[{i}]: {msg}"))
     return errs
 
@@ -243,7 +243,7 @@ def _review_versions(raw: Any, path: str, require_known: bool) -> Errs:
             errs.append(errors.invalid(f"{path}[{i}]", v, "duplicate version"))
             continue
         seen.add(v)
-        errs += [errors.invalid(f"{path}[{i}]", v, m) for m in labels.dns1035_label_errors(v)]
+        errs += [errors.invalid(f"{path}[{i}]", v, m) for m in names.dns1035_label_errors(v)]
     if require_known and not any(v in _ACCEPTED_REVIEW_VERSIONS for v in versions):
         errs.append(errors.invalid(path, _GoSlice(versions), "must include at least one of v1, v1beta1"))
     return errs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kplane.api import errors, labels
+from kplane.api import errors, names
 from kplane.api.cel import admission as cel_admission
 from kplane.api.cel import engine
 from kplane.api.validation.field import Errs, dl, s
@@ -31,7 +31,7 @@ def path_segment_errors(name: str) -> list[str]:
 
 
 def qualified_name(value: str, path: str) -> Errs:
-    return [errors.invalid(path, value, msg) for msg in labels.qualified_name_errors(value)]
+    return [errors.invalid(path, value, msg) for msg in names.qualified_name_errors(value)]
 
 
 def compile_error(path: str, expression: str, exc: engine.CompileError) -> errors.FieldError:

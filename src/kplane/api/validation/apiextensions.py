@@ -5,7 +5,7 @@ messages name them."""
 
 from __future__ import annotations
 
-from kplane.api import errors, labels
+from kplane.api import errors, names
 from kplane.api.validation import admissionregistration
 from kplane.api.validation.admissionrules import strings
 from kplane.api.validation.field import Errs, Object, d
@@ -26,7 +26,7 @@ def _review_versions(raw: object, path: str, require_known: bool) -> Errs:
             errs.append(errors.invalid(f"{path}[{i}]", v, "duplicate version"))
             continue
         seen.add(v)
-        errs += [errors.invalid(f"{path}[{i}]", v, m) for m in labels.dns1035_label_errors(v)]
+        errs += [errors.invalid(f"{path}[{i}]", v, m) for m in names.dns1035_label_errors(v)]
     if require_known and not any(v in _REVIEW_VERSIONS for v in versions):
         errs.append(
             errors.invalid(path, errors.GoStrings(versions), "must include at least one of v1, v1beta1")

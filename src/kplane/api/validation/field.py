@@ -12,7 +12,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from kplane.api import errors, labels
+from kplane.api import errors, names
 
 Errs = list[errors.FieldError]
 Object = dict[str, Any]
@@ -50,7 +50,7 @@ def s(obj: Object, key: str) -> str:
 
 def dns1123_label(value: str, path: str) -> Errs:
     """``ValidateDNS1123Label``: at most 63 characters of the RFC 1123 label alphabet."""
-    return [errors.invalid(path, value, why) for why in labels.dns1123_label_errors(value)]
+    return [errors.invalid(path, value, why) for why in names.dns1123_label_errors(value)]
 
 
 def port_name_errors(name: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kplane.api import errors, labels
+from kplane.api import errors, names
 from kplane.api.validation import podspec
 from kplane.api.validation.field import Errs, Object, d
 
@@ -12,11 +12,11 @@ def validate(tmpl: Object, path: str) -> Errs:
     errs: Errs = []
     for key, value in d(meta.get("labels")).items():
         errs.extend(
-            errors.invalid(f"{path}.metadata.labels", key, m) for m in labels.qualified_name_errors(key)
+            errors.invalid(f"{path}.metadata.labels", key, m) for m in names.qualified_name_errors(key)
         )
         if isinstance(value, str):
             errs.extend(
-                errors.invalid(f"{path}.metadata.labels", value, m) for m in labels.label_value_errors(value)
+                errors.invalid(f"{path}.metadata.labels", value, m) for m in names.label_value_errors(value)
             )
     errs.extend(podspec.validate(d(tmpl.get("spec")), f"{path}.spec"))
     if d(tmpl.get("spec")).get("ephemeralContainers"):

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from kplane.api import errors, labels
+from kplane.api import errors, names
 from kplane.api.catalog import ResourceRecord
 from kplane.server.webhooks import client as webhookclient
 
@@ -63,8 +63,8 @@ def restore_metadata(original: Object, converted: Object) -> str:
             if not isinstance(v, str):
                 return f"metadata.{key}[{k}] must be a string, but is {type(v).__name__} in converted object"
         if key == "labels" and value != restored.get(key):
-            problems = [m for k in value for m in labels.qualified_name_errors(k)]
-            problems += [m for v in value.values() for m in labels.label_value_errors(v)]
+            problems = [m for k in value for m in names.qualified_name_errors(k)]
+            problems += [m for v in value.values() for m in names.label_value_errors(v)]
             if problems:
                 return problems[0]
         restored[key] = value
