@@ -17,15 +17,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
 
+from kplane._util import aiohttpimport
 from kplane._util import clock as clock_mod
 from kplane.api import errors
 from kplane.client import config as config_mod
 from kplane.client import transport
+
+if TYPE_CHECKING:
+    import aiohttp
+else:  # without parsing the system CA bundle when that changes nothing (see aiohttpimport)
+    aiohttp = aiohttpimport.import_aiohttp()
 
 Query = Mapping[str, str | int | bool | Sequence[str]] | Sequence[tuple[str, str]]
 """Query parameters: a mapping (sequence values repeat the key; bools are ``true``/``false``) or pairs."""

@@ -18,12 +18,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import aiohttp
-
+from kplane._util import aiohttpimport
 from kplane._util import clock as clock_mod
 from kplane.client import config as config_mod
+
+if TYPE_CHECKING:
+    import aiohttp
+else:  # without parsing the system CA bundle when that changes nothing (see aiohttpimport)
+    aiohttp = aiohttpimport.import_aiohttp()
 
 POOL_LIMIT = 100
 """Connections kept per client (client-go's transport allows 25 idle per host; aiohttp pools per client)."""

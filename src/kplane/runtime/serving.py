@@ -13,11 +13,17 @@ import contextlib
 import inspect
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import prometheus_client
-from aiohttp import web
+
+from kplane._util.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from aiohttp import web
+else:  # aiohttp's server side (~2 MiB) loads only when a manager serves an endpoint
+    web = lazy_module("aiohttp.web")
 
 UNIX_PREFIX = "unix:"
 """An address ``unix:PATH`` names a Unix domain socket rather than ``host:port``."""

@@ -7,34 +7,18 @@ its URL and waits for a signal; ``kplane.testing`` hands it to a test).
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import TYPE_CHECKING
+
+from kplane._util import aiohttpimport
 
 if TYPE_CHECKING:
     from kplane.server.app import APIServer, ServerConfig
 
 
 def import_aiohttp_quickly() -> None:
-    """Import aiohttp without OpenSSL parsing the whole CA bundle.
-
-    aiohttp builds a verifying client SSL context at import time. With ``SSL_CERT_FILE`` set (or
-    the system bundle as OpenSSL's default file) that parses every CA in the bundle, ~50-100 ms of
-    a start-up budget of 500 ms; the server never uses that context. The hashed CA directory
-    (``SSL_CERT_DIR``, read lazily by OpenSSL) holds the same CAs, so hiding only the file for the
-    duration of this one import leaves verification equivalent.
-    """
-    if "aiohttp" in sys.modules:
-        return
-    saved = os.environ.get("SSL_CERT_FILE")
-    os.environ["SSL_CERT_FILE"] = os.devnull
-    try:
-        import aiohttp  # noqa: F401
-    finally:
-        if saved is None:
-            del os.environ["SSL_CERT_FILE"]
-        else:
-            os.environ["SSL_CERT_FILE"] = saved
+    """Import aiohttp without OpenSSL parsing the whole CA bundle (``_util/aiohttpimport``): ~50-100
+    ms of a start-up budget of 500 ms, for a context the server never uses."""
+    aiohttpimport.import_aiohttp(entry_point=True)
 
 
 async def launch(config: ServerConfig) -> APIServer:

@@ -31,13 +31,18 @@ import ssl
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from aiohttp import web
 
 from kplane._util import clock as clock_mod
+from kplane._util.lazy import lazy_module
 from kplane.runtime.webhook import admission, conversion
+
+if TYPE_CHECKING:
+    from aiohttp import web
+else:  # loaded when a webhook server listens, not by every manager (see serving.py)
+    web = lazy_module("aiohttp.web")
 
 log = logging.getLogger("kplane.runtime.webhook")
 
