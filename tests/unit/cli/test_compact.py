@@ -9,16 +9,16 @@ import pytest
 
 from kplane.cli import main
 from kplane.server.storage.sqlite import SQLiteStorage
-from kplane.server.storage.testing import contract
+from kplane.server.storage.testing import fixtures
 
 
 async def _fill(path: pathlib.Path) -> None:
     s = SQLiteStorage(str(path), compaction_interval=0, reserve_bytes=0)
     try:
         for i in range(100):
-            await s.create(contract.key(f"p{i:03}"), {**contract.pod(f"p{i:03}"), "blob": "x" * 4000})
+            await s.create(fixtures.key(f"p{i:03}"), {**fixtures.pod(f"p{i:03}"), "blob": "x" * 4000})
         for i in range(80):
-            await s.delete(contract.key(f"p{i:03}"))
+            await s.delete(fixtures.key(f"p{i:03}"))
     finally:
         await s.close()
 
@@ -26,7 +26,7 @@ async def _fill(path: pathlib.Path) -> None:
 async def _names(path: pathlib.Path) -> list[str]:
     s = SQLiteStorage(str(path), compaction_interval=0, reserve_bytes=0)
     try:
-        return contract.names(await s.list(contract.PODS))
+        return fixtures.names(await s.list(fixtures.PODS))
     finally:
         await s.close()
 

@@ -13,7 +13,7 @@ import pytest
 from kplane._util.clock import FakeClock
 from kplane.server.storage import interface
 from kplane.server.storage.etcd import EtcdClient, EtcdStorage, wire
-from kplane.server.storage.testing import contract
+from kplane.server.storage.testing import fixtures
 
 _prefixes = itertools.count()
 
@@ -40,23 +40,23 @@ async def test_two_servers_compact_once_per_interval(etcd_endpoints: list[str]) 
     try:
         await a.start()
         await b.start()
-        first = await a.create(contract.key("x"), contract.pod("x"))
-        await a.guaranteed_update(contract.key("x"), contract.set_counter(1))
+        first = await a.create(fixtures.key("x"), fixtures.pod("x"))
+        await a.guaranteed_update(fixtures.key("x"), fixtures.set_counter(1))
         clock.step(60)  # first tick: the key records this revision; nothing compacted yet
         await asyncio.sleep(0.3)
         mark = await a.fresh_revision()
-        await a.guaranteed_update(contract.key("x"), contract.set_counter(2))
+        await a.guaranteed_update(fixtures.key("x"), fixtures.set_counter(2))
         clock.step(60)  # second tick: compact up to the first tick's revision
 
         async def compacted() -> bool:
             try:
-                await a.list(contract.PODS, revision=contract.rv(first))
+                await a.list(fixtures.PODS, revision=fixtures.rv(first))
             except interface.Expired:
                 return True
             return False
 
         await _until(compacted)
-        at_mark = await b.list(contract.PODS, revision=mark)
+        at_mark = await b.list(fixtures.PODS, revision=mark)
         assert [o["spec"]["counter"] for o in at_mark.items] == [1]
     finally:
         await a.close()

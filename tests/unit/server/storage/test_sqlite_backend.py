@@ -11,7 +11,7 @@ import pytest
 from kplane._util import clock
 from kplane.server.storage import interface
 from kplane.server.storage.sqlite import SQLiteStorage
-from kplane.server.storage.testing import contract
+from kplane.server.storage.testing import fixtures
 
 
 def _open(path: pathlib.Path, **kwargs: object) -> SQLiteStorage:
@@ -23,21 +23,21 @@ async def test_reopen_keeps_data_and_revisions(tmp_path: pathlib.Path) -> None:
     """After a restart the objects, their history and the revision counter are all still there."""
     path = tmp_path / "kplane.db"
     s = _open(path)
-    await s.create(contract.key("a"), contract.pod("a"))  # 1
-    await s.guaranteed_update(contract.key("a"), contract.set_counter(5))  # 2
-    await s.create(contract.key("b"), contract.pod("b"))  # 3
-    await s.delete(contract.key("b"))  # 4
+    await s.create(fixtures.key("a"), fixtures.pod("a"))  # 1
+    await s.guaranteed_update(fixtures.key("a"), fixtures.set_counter(5))  # 2
+    await s.create(fixtures.key("b"), fixtures.pod("b"))  # 3
+    await s.delete(fixtures.key("b"))  # 4
     await s.close()
 
     s = _open(path)
     try:
         assert s.current_revision() == 4
-        got = await s.get(contract.key("a"))
+        got = await s.get(fixtures.key("a"))
         assert got["spec"] == {"counter": 5} and got["metadata"]["resourceVersion"] == "2"
-        assert contract.names(await s.list(contract.PODS, revision=3)) == ["a", "b"]
-        created = await s.create(contract.key("c"), contract.pod("c"))
+        assert fixtures.names(await s.list(fixtures.PODS, revision=3)) == ["a", "b"]
+        created = await s.create(fixtures.key("c"), fixtures.pod("c"))
         assert created["metadata"]["resourceVersion"] == "5"
-        events = await contract.take(s.watch(contract.PODS, 1), 4)
+        events = await fixtures.take(s.watch(fixtures.PODS, 1), 4)
         assert [(e.type, e.revision) for e in events] == [
             (interface.MODIFIED, 2),
             (interface.ADDED, 3),
@@ -52,16 +52,16 @@ async def test_revision_survives_compaction_of_newest_row(tmp_path: pathlib.Path
     """Compacting away a trailing deletion does not make the revision go back after a restart."""
     path = tmp_path / "kplane.db"
     s = _open(path)
-    await s.create(contract.key("a"), contract.pod("a"))
-    await s.delete(contract.key("a"))
+    await s.create(fixtures.key("a"), fixtures.pod("a"))
+    await s.delete(fixtures.key("a"))
     await s.compact(2)
     await s.close()
     s = _open(path)
     try:
         assert s.current_revision() == 2
-        assert (await s.create(contract.key("a"), contract.pod("a")))["metadata"]["resourceVersion"] == "3"
+        assert (await s.create(fixtures.key("a"), fixtures.pod("a")))["metadata"]["resourceVersion"] == "3"
         with pytest.raises(interface.Expired):
-            await s.list(contract.PODS, revision=1)
+            await s.list(fixtures.PODS, revision=1)
     finally:
         await s.close()
 
@@ -102,7 +102,7 @@ async def test_damaged_store_is_rejected(tmp_path: pathlib.Path) -> None:
     """A kplane store whose pages were overwritten gives a StorageError, not a crash."""
     path = tmp_path / "kplane.db"
     s = _open(path)
-    await asyncio.gather(*(s.create(contract.key(f"p{i}"), contract.pod(f"p{i}")) for i in range(300)))
+    await asyncio.gather(*(s.create(fixtures.key(f"p{i}"), fixtures.pod(f"p{i}")) for i in range(300)))
     await s.close()
     _overwrite_pages(path)
     with pytest.raises(interface.StorageError):
@@ -115,12 +115,12 @@ async def test_group_commit_batches_concurrent_writes(tmp_path: pathlib.Path) ->
     try:
         commits, writes = s._commits, s._writes
         results = await asyncio.gather(
-            *(s.create(contract.key(f"p{i:03}"), contract.pod(f"p{i:03}")) for i in range(200))
+            *(s.create(fixtures.key(f"p{i:03}"), fixtures.pod(f"p{i:03}")) for i in range(200))
         )
-        assert sorted(contract.rv(r) for r in results) == list(range(1, 201))
+        assert sorted(fixtures.rv(r) for r in results) == list(range(1, 201))
         assert s._writes - writes == 200
         assert s._commits - commits < 50
-        assert len((await s.list(contract.PODS)).items) == 200
+        assert len((await s.list(fixtures.PODS)).items) == 200
     finally:
         await s.close()
 
@@ -130,7 +130,7 @@ async def test_conflicting_creates_in_one_batch(tmp_path: pathlib.Path) -> None:
     s = _open(tmp_path / "kplane.db")
     try:
         results = await asyncio.gather(
-            *(s.create(contract.key("same"), contract.pod("same", counter=i)) for i in range(10)),
+            *(s.create(fixtures.key("same"), fixtures.pod("same", counter=i)) for i in range(10)),
             return_exceptions=True,
         )
         winners = [r for r in results if isinstance(r, dict)]
@@ -148,21 +148,21 @@ async def test_background_compaction_keeps_window(tmp_path: pathlib.Path) -> Non
         tmp_path / "kplane.db", compaction_interval=10.0, history_window=5, history_seconds=0.0, clock=fake
     )
     try:
-        await s.create(contract.key("a"), contract.pod("a"))
+        await s.create(fixtures.key("a"), fixtures.pod("a"))
         for i in range(1, 20):
-            await s.guaranteed_update(contract.key("a"), contract.set_counter(i))
+            await s.guaranteed_update(fixtures.key("a"), fixtures.set_counter(i))
         assert s.current_revision() == 20
-        await contract.eventually(fake.has_waiters)
+        await fixtures.eventually(fake.has_waiters)
         fake.step(10.0)
-        await contract.eventually(lambda: s._writer.compacted == 15)
+        await fixtures.eventually(lambda: s._writer.compacted == 15)
         with pytest.raises(interface.Expired):
-            s.watch(contract.PODS, 14)
-        w = s.watch(contract.PODS, 15)
-        events = await contract.take(w, 5)
+            s.watch(fixtures.PODS, 14)
+        w = s.watch(fixtures.PODS, 15)
+        events = await fixtures.take(w, 5)
         assert [e.revision for e in events] == [16, 17, 18, 19, 20]
         assert events[0].prev_object is not None and events[0].prev_object["spec"]["counter"] == 14
         w.close()
-        assert (await s.get(contract.key("a")))["spec"]["counter"] == 19
+        assert (await s.get(fixtures.key("a")))["spec"]["counter"] == 19
     finally:
         await s.close()
 
@@ -179,22 +179,22 @@ async def test_background_compaction_keeps_history_younger_than_its_age(tmp_path
         clock=fake,
     )
     try:
-        await s.create(contract.key("a"), contract.pod("a"))
+        await s.create(fixtures.key("a"), fixtures.pod("a"))
         for i in range(1, 20):
-            await s.guaranteed_update(contract.key("a"), contract.set_counter(i))
+            await s.guaranteed_update(fixtures.key("a"), fixtures.set_counter(i))
         for _ in range(2):  # t = 1000, 2000: the writes are younger than 1500 s at the first tick
-            await contract.eventually(fake.has_waiters)
+            await fixtures.eventually(fake.has_waiters)
             fake.step(1000.0)
-        await contract.eventually(fake.has_waiters)
+        await fixtures.eventually(fake.has_waiters)
         assert s._writer.compacted == 0
-        assert len(await s.revisions(contract.key("a"))) == 20
-        assert (await s.get_at(contract.key("a"), 3))["spec"]["counter"] == 2
+        assert len(await s.revisions(fixtures.key("a"))) == 20
+        assert (await s.get_at(fixtures.key("a"), 3))["spec"]["counter"] == 2
         fake.step(1000.0)  # t = 3000: the writes of t = 0 are now past the age
-        await contract.eventually(lambda: s._writer.compacted == 20)
+        await fixtures.eventually(lambda: s._writer.compacted == 20)
         with pytest.raises(interface.Expired):
-            await s.get_at(contract.key("a"), 3)
-        await s.create(contract.key("b"), contract.pod("b"))  # committed after the compaction's rows went
-        assert [r.revision for r in await s.revisions(contract.key("a"))] == [20]
+            await s.get_at(fixtures.key("a"), 3)
+        await s.create(fixtures.key("b"), fixtures.pod("b"))  # committed after the compaction's rows went
+        assert [r.revision for r in await s.revisions(fixtures.key("a"))] == [20]
     finally:
         await s.close()
 
@@ -204,17 +204,17 @@ async def test_compaction_removes_superseded_rows(tmp_path: pathlib.Path) -> Non
     path = tmp_path / "kplane.db"
     s = _open(path)
     try:
-        await s.create(contract.key("a"), contract.pod("a"))  # 1
-        await s.create(contract.key("b"), contract.pod("b"))  # 2
+        await s.create(fixtures.key("a"), fixtures.pod("a"))  # 1
+        await s.create(fixtures.key("b"), fixtures.pod("b"))  # 2
         for i in range(1, 6):  # 3..7
-            await s.guaranteed_update(contract.key("a"), contract.set_counter(i))
-        await s.delete(contract.key("b"))  # 8
+            await s.guaranteed_update(fixtures.key("a"), fixtures.set_counter(i))
+        await s.delete(fixtures.key("b"))  # 8
         await s.compact(8)
         conn = sqlite3.connect(path)
         revs = [r[0] for r in conn.execute("SELECT rev FROM log ORDER BY rev")]
         conn.close()
         assert revs == [7]
-        assert contract.names(await s.list(contract.PODS)) == ["a"]
+        assert fixtures.names(await s.list(fixtures.PODS)) == ["a"]
     finally:
         await s.close()
 
@@ -228,7 +228,7 @@ async def test_store_files_are_owner_only(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "kplane.db"
     s = _open(path)
     try:
-        await s.create(contract.key("a"), contract.pod("a"))
+        await s.create(fixtures.key("a"), fixtures.pod("a"))
         modes = _modes(path)
         assert {"kplane.db", "kplane.db-wal", "kplane.db-shm"} <= modes.keys()
         assert set(modes.values()) == {0o600}, modes
@@ -240,14 +240,14 @@ async def test_existing_world_readable_store_is_narrowed(tmp_path: pathlib.Path)
     """A store left 0644 by an older kplane is made 0600, companions included, when opened."""
     path = tmp_path / "kplane.db"
     s = _open(path)
-    await s.create(contract.key("a"), contract.pod("a"))
+    await s.create(fixtures.key("a"), fixtures.pod("a"))
     await s.close()
     for name in (path, pathlib.Path(f"{path}-wal")):
         if name.exists():
             name.chmod(0o644)
     s = _open(path)
     try:
-        assert await s.get(contract.key("a"))
+        assert await s.get(fixtures.key("a"))
         assert set(_modes(path).values()) == {0o600}, _modes(path)
     finally:
         await s.close()
@@ -263,21 +263,21 @@ async def test_full_database_refuses_writes_but_reads_and_deletes(tmp_path: path
         s._writer.conn.execute("PRAGMA max_page_count=64")  # a "disk" of 64 pages
         with pytest.raises(interface.NoSpace):
             for i in range(1000):
-                await s.create(contract.key(f"p{i}"), {**contract.pod(f"p{i}"), "blob": "x" * 2000})
+                await s.create(fixtures.key(f"p{i}"), {**fixtures.pod(f"p{i}"), "blob": "x" * 2000})
                 acked.append(f"p{i}")
         assert acked
         revision = s.current_revision()
         with pytest.raises(interface.NoSpace):  # updates too
-            await s.guaranteed_update(contract.key(acked[0]), contract.set_counter(1))
+            await s.guaranteed_update(fixtures.key(acked[0]), fixtures.set_counter(1))
         assert s.current_revision() == revision
-        assert (await s.get(contract.key(acked[0])))["metadata"]["name"] == acked[0]
-        await s.delete(contract.key(acked[-1]))
+        assert (await s.get(fixtures.key(acked[0])))["metadata"]["name"] == acked[0]
+        await s.delete(fixtures.key(acked[-1]))
         acked.pop()
     finally:
         await s.close()
     s = _open(path)
     try:
-        assert contract.names(await s.list(contract.PODS)) == sorted(acked)
+        assert fixtures.names(await s.list(fixtures.PODS)) == sorted(acked)
     finally:
         await s.close()
 
@@ -300,14 +300,14 @@ async def test_reclaim_returns_space_after_deletes(tmp_path: pathlib.Path) -> No
     s = _open(path, reserve_bytes=0)
     try:
         for i in range(200):
-            await s.create(contract.key(f"p{i:03}"), {**contract.pod(f"p{i:03}"), "blob": "x" * 4000})
+            await s.create(fixtures.key(f"p{i:03}"), {**fixtures.pod(f"p{i:03}"), "blob": "x" * 4000})
         await s.reclaim()
         full = path.stat().st_size
         for i in range(150):
-            await s.delete(contract.key(f"p{i:03}"))
+            await s.delete(fixtures.key(f"p{i:03}"))
         freed = await s.reclaim()
         assert freed > 0 and path.stat().st_size < full * 0.5, (freed, full, path.stat().st_size)
-        assert contract.names(await s.list(contract.PODS)) == [f"p{i:03}" for i in range(150, 200)]
+        assert fixtures.names(await s.list(fixtures.PODS)) == [f"p{i:03}" for i in range(150, 200)]
     finally:
         await s.close()
 
@@ -327,7 +327,7 @@ async def test_store_without_history_columns_is_migrated(tmp_path: pathlib.Path)
     )
     conn.execute(
         "INSERT INTO log VALUES (1, ?, 1, 0, 0, ?)",
-        (contract.key("a"), b'{"metadata":{"name":"a"},"spec":{"counter":0}}'),
+        (fixtures.key("a"), b'{"metadata":{"name":"a"},"spec":{"counter":0}}'),
     )
     conn.commit()
     conn.close()
@@ -335,10 +335,10 @@ async def test_store_without_history_columns_is_migrated(tmp_path: pathlib.Path)
     try:
         token = interface.WRITER.set("carol")
         try:
-            await s.guaranteed_update(contract.key("a"), contract.set_counter(3))
+            await s.guaranteed_update(fixtures.key("a"), fixtures.set_counter(3))
         finally:
             interface.WRITER.reset(token)
-        revs = await s.revisions(contract.key("a"))
+        revs = await s.revisions(fixtures.key("a"))
         assert [(r.revision, r.type, r.writer, r.timestamp > 0) for r in revs] == [
             (1, interface.ADDED, "", False),
             (2, interface.MODIFIED, "carol", True),

@@ -9,7 +9,7 @@ import pytest
 from kplane._util import clock
 from kplane.server.storage import cacher, interface, memory
 from kplane.server.storage.cacher import cache, fanout
-from kplane.server.storage.testing import contract
+from kplane.server.storage.testing import fixtures
 
 
 def test_public_surface() -> None:
@@ -41,14 +41,14 @@ async def _started(backend: memory.MemoryStorage, **kwargs: object) -> cacher.Ca
 async def test_start_indexes_existing_objects() -> None:
     """A cache started over a populated backend serves its objects, across resources."""
     backend = memory.MemoryStorage()
-    await backend.create(contract.key("b"), contract.pod("b"))
-    await backend.create("/registry/apps/deployments/a/d", contract.pod("d"))
-    await backend.create(contract.key("a", namespace="z"), contract.pod("a", namespace="z"))
+    await backend.create(fixtures.key("b"), fixtures.pod("b"))
+    await backend.create("/registry/apps/deployments/a/d", fixtures.pod("d"))
+    await backend.create(fixtures.key("a", namespace="z"), fixtures.pod("a", namespace="z"))
     c = await _started(backend)
     try:
         assert c.current_revision() == 3
-        assert contract.names(await c.list("/registry/")) == ["d", "b", "a"]
-        assert contract.names(await c.list(contract.PODS)) == ["b", "a"]
+        assert fixtures.names(await c.list("/registry/")) == ["d", "b", "a"]
+        assert fixtures.names(await c.list(fixtures.PODS)) == ["b", "a"]
         assert (await c.get("/registry/apps/deployments/a/d"))["metadata"]["name"] == "d"
         pairs, rev = await c.list_keyed("/registry/apps/")
         assert [k for k, _ in pairs] == ["/registry/apps/deployments/a/d"] and rev == 3
@@ -60,7 +60,7 @@ async def test_not_started_cache_refuses() -> None:
     """Using a cache before start raises StorageError."""
     c = cacher.CachedStorage(memory.MemoryStorage())
     with pytest.raises(interface.StorageError, match="not started"):
-        await c.get(contract.key("a"))
+        await c.get(fixtures.key("a"))
 
 
 async def test_wait_for_revision_times_out() -> None:
@@ -69,7 +69,7 @@ async def test_wait_for_revision_times_out() -> None:
     c = await _started(memory.MemoryStorage(), clock=fake)
     try:
         waiting = asyncio.ensure_future(c.wait_for_revision(5, timeout=3.0))
-        await contract.eventually(fake.has_waiters)
+        await fixtures.eventually(fake.has_waiters)
         fake.step(3.0)
         with pytest.raises(interface.TooLargeRevision):
             await waiting
@@ -85,7 +85,7 @@ async def test_wait_for_revision_returns_when_reached() -> None:
     try:
         waiting = asyncio.ensure_future(c.wait_for_revision(1))
         await asyncio.sleep(0)
-        await backend.create(contract.key("a"), contract.pod("a"))
+        await backend.create(fixtures.key("a"), fixtures.pod("a"))
         async with asyncio.timeout(5):
             await waiting
         assert c.current_revision() == 1
@@ -98,10 +98,10 @@ async def test_watch_older_than_window_is_expired() -> None:
     c = await _started(memory.MemoryStorage(), window=3)
     try:
         for i in range(10):
-            await c.create(contract.key(f"p{i}"), contract.pod(f"p{i}"))
+            await c.create(fixtures.key(f"p{i}"), fixtures.pod(f"p{i}"))
         with pytest.raises(interface.Expired):
-            c.watch(contract.PODS, 6)
-        events = await contract.take(c.watch(contract.PODS, 7), 3)
+            c.watch(fixtures.PODS, 6)
+        events = await fixtures.take(c.watch(fixtures.PODS, 7), 3)
         assert [e.revision for e in events] == [8, 9, 10]
     finally:
         await c.close()
@@ -118,15 +118,15 @@ async def test_cache_resyncs_after_losing_backend_stream() -> None:
     backend = StreamOnlyMemory(watcher_capacity=2)
     c = await _started(backend)
     try:
-        w = c.watch(contract.PODS, 0)
+        w = c.watch(fixtures.PODS, 0)
         for i in range(10):  # written straight to the backend without yielding: overflow
-            await backend.create(contract.key(f"p{i}"), contract.pod(f"p{i}"))
+            await backend.create(fixtures.key(f"p{i}"), fixtures.pod(f"p{i}"))
         with pytest.raises(interface.StorageError, match="restarted"):
-            await contract.drain(w)
-        await contract.eventually(lambda: c.current_revision() >= 10)
-        assert len((await c.list(contract.PODS)).items) == 10
-        created = await c.create(contract.key("after"), contract.pod("after"))
-        assert (await c.get(contract.key("after"))) is created
+            await fixtures.drain(w)
+        await fixtures.eventually(lambda: c.current_revision() >= 10)
+        assert len((await c.list(fixtures.PODS)).items) == 10
+        created = await c.create(fixtures.key("after"), fixtures.pod("after"))
+        assert (await c.get(fixtures.key("after"))) is created
     finally:
         await c.close()
 
@@ -136,13 +136,13 @@ async def test_write_returns_before_its_event_and_reads_wait_for_it() -> None:
     (not after a round-trip through the stream); get and list right after it still see it."""
     c = await _started(StreamOnlyMemory())
     try:
-        created = await c.create(contract.key("a"), contract.pod("a"))
+        created = await c.create(fixtures.key("a"), fixtures.pod("a"))
         revision = int(created["metadata"]["resourceVersion"])
-        assert c.peek(contract.key("a")) is None  # the follower has not applied the event yet
+        assert c.peek(fixtures.key("a")) is None  # the follower has not applied the event yet
         assert c.current_revision() == revision  # a watch from here starts after the write
-        assert (await c.get(contract.key("a")))["metadata"]["name"] == "a"
-        await c.create(contract.key("b"), contract.pod("b"))
-        assert [o["metadata"]["name"] for o in (await c.list(contract.PODS)).items] == ["a", "b"]
+        assert (await c.get(fixtures.key("a")))["metadata"]["name"] == "a"
+        await c.create(fixtures.key("b"), fixtures.pod("b"))
+        assert [o["metadata"]["name"] for o in (await c.list(fixtures.PODS)).items] == ["a", "b"]
     finally:
         await c.close()
 
@@ -154,9 +154,9 @@ async def test_listening_cache_is_current_when_a_backend_write_returns() -> None
     c = await _started(backend)
     try:
         for i in range(10):
-            stored = await backend.create(contract.key(f"p{i}"), contract.pod(f"p{i}"))
+            stored = await backend.create(fixtures.key(f"p{i}"), fixtures.pod(f"p{i}"))
             assert c.current_revision() == int(stored["metadata"]["resourceVersion"])
-        assert len((await c.list(contract.PODS)).items) == 10
+        assert len((await c.list(fixtures.PODS)).items) == 10
     finally:
         await c.close()
 
@@ -165,9 +165,9 @@ async def test_event_objects_are_shared_with_watchers() -> None:
     """Every watcher receives the very same Event, so an encoding memoised on it is shared."""
     c = await _started(memory.MemoryStorage())
     try:
-        w1, w2 = c.watch(contract.PODS, 0), c.watch(contract.PODS, 0)
-        await c.create(contract.key("a"), contract.pod("a"))
-        (e1,), (e2,) = await contract.take(w1, 1), await contract.take(w2, 1)
+        w1, w2 = c.watch(fixtures.PODS, 0), c.watch(fixtures.PODS, 0)
+        await c.create(fixtures.key("a"), fixtures.pod("a"))
+        (e1,), (e2,) = await fixtures.take(w1, 1), await fixtures.take(w2, 1)
         assert e1 is e2
     finally:
         await c.close()
@@ -197,21 +197,21 @@ async def test_reads_go_to_the_backend_when_the_cache_is_late() -> None:
     fake = clock.FakeClock()
     c = await _started(SilentMemory(), clock=fake)
     try:
-        await c.create(contract.key("a"), contract.pod("a"))
-        reading = asyncio.ensure_future(c.get(contract.key("a")))
+        await c.create(fixtures.key("a"), fixtures.pod("a"))
+        reading = asyncio.ensure_future(c.get(fixtures.key("a")))
         for _ in range(59):  # 2.95 s of 50 ms steps: still waiting for the stream
-            await contract.eventually(fake.has_waiters)
+            await fixtures.eventually(fake.has_waiters)
             fake.step(0.05)
             await asyncio.sleep(0)
         assert not reading.done()
-        await contract.eventually(fake.has_waiters)
+        await fixtures.eventually(fake.has_waiters)
         fake.step(0.05)
         async with asyncio.timeout(5):
             assert (await reading)["metadata"]["name"] == "a"
-        assert c.peek(contract.key("a")) is None  # served by the backend, not the cache
-        listing = asyncio.ensure_future(c.list(contract.PODS))
+        assert c.peek(fixtures.key("a")) is None  # served by the backend, not the cache
+        listing = asyncio.ensure_future(c.list(fixtures.PODS))
         while not listing.done():
-            await contract.eventually(lambda: fake.has_waiters() or listing.done())
+            await fixtures.eventually(lambda: fake.has_waiters() or listing.done())
             if not listing.done():
                 fake.step(0.05)
         assert [o["metadata"]["name"] for o in listing.result().items] == ["a"]

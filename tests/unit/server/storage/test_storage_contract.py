@@ -18,7 +18,7 @@ from kplane.server.storage.encryption.storage import EncryptedStorage
 from kplane.server.storage.etcd import EtcdClient, EtcdStorage
 from kplane.server.storage.instrumented import InstrumentedStorage
 from kplane.server.storage.sqlite import SQLiteStorage
-from kplane.server.storage.testing import contract
+from kplane.server.storage.testing import contract, fixtures, history
 
 Backend = Callable[[pathlib.Path, int], memory.MemoryStorage | SQLiteStorage]
 
@@ -63,7 +63,7 @@ _ENCRYPT_ALL = encryption.parse(
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
-async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> AsyncIterator[contract.Factory]:
+async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> AsyncIterator[fixtures.Factory]:
     kind: str = request.param
     opened: list[interface.Storage] = []
     counter = itertools.count()
@@ -113,16 +113,16 @@ async def factory(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Asy
 
 
 @pytest.mark.parametrize("check", contract.CHECKS, ids=contract.check_id)
-async def test_contract(check: contract.Check, factory: contract.Factory) -> None:
+async def test_contract(check: fixtures.Check, factory: fixtures.Factory) -> None:
     """Each implementation satisfies each property of the storage contract."""
     await check(factory)
 
 
 @pytest.mark.parametrize("check", contract.HISTORY_CHECKS, ids=contract.check_id)
 async def test_history_contract(
-    check: contract.Check, factory: contract.Factory, request: pytest.FixtureRequest
+    check: fixtures.Check, factory: fixtures.Factory, request: pytest.FixtureRequest
 ) -> None:
     """Each implementation, and every decorator over it, keeps and reads history alike."""
-    if check is contract.check_history_writers and "etcd" in request.node.callspec.params["factory"]:
+    if check is history.check_history_writers and "etcd" in request.node.callspec.params["factory"]:
         pytest.skip("etcd keeps revisions but records neither the time nor the writer of a write")
     await check(factory)
