@@ -7,7 +7,16 @@ warm-up object, ``--count`` ``Widget`` objects (default 1,000) are created by ``
 (default 16) and the clock stops when a watch has seen ``status.observed == spec.value`` on every
 one. Also measured: the one-object create-to-status latency (median of ``--latency-samples``
 objects created one at a time against an idle operator) and the operator process's RSS after the
-run. Prints one JSON line. Targets: kplane ≥ 10x kopf's objects/s, latency ≤ 3 ms, RSS ≤ 50 MiB.
+run. ``--rounds N`` repeats the whole sequence N times, alternating the operators, and reports each
+figure's median per operator. Prints one JSON line. Targets: kplane ≥ 10x kopf's objects/s,
+latency ≤ 3 ms, RSS ≤ 50 MiB.
+
+``--server-pid PID`` (a server on this machine) adds what the server spends: its CPU per object in
+each run (process, and its main thread: the one Python thread that runs every request, whatever
+other threads do), and, each round, the same creates with no operator at all (``none``). Their
+difference is what one reconcile costs the server (the status write, its events to two watches,
+the create's event to the operator's watch); the main thread's CPU per object bounds any
+operator's objects/s on that server (``server_bound_objects_per_s``).
 
 Runs against any conformant API server: ``--kubeconfig`` is required (``kplane serve`` prints one).
 """
@@ -42,6 +51,8 @@ class Watcher:
     def __init__(self, api: typed.Client, namespace: str) -> None:
         self._rc = api.dynamic.resource(ops.WIDGETS, namespace)
         self.done: set[str] = set()
+        self.added = 0
+        self._added_waiter: tuple[int, asyncio.Future[float]] | None = None
         self._waiters: dict[str, asyncio.Future[float]] = {}
         self._all: tuple[int, asyncio.Future[float]] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -56,6 +67,8 @@ class Watcher:
             async for event in self._rc.watch(ListOptions(resource_version=rv)):
                 obj = event.object
                 rv = obj["metadata"]["resourceVersion"]
+                if event.type == "ADDED":
+                    self._count_added()
                 if event.type in ("ADDED", "MODIFIED") and _observed(obj):
                     self._mark(obj["metadata"]["name"])
 
@@ -69,6 +82,20 @@ class Watcher:
             waiter.set_result(now)
         if self._all is not None and len(self.done) >= self._all[0] and not self._all[1].done():
             self._all[1].set_result(now)
+
+    def _count_added(self) -> None:
+        self.added += 1
+        waiter = self._added_waiter
+        if waiter is not None and self.added >= waiter[0] and not waiter[1].done():
+            waiter[1].set_result(time.perf_counter())
+
+    def wait_for_added(self, count: int) -> asyncio.Future[float]:
+        """Resolves once ``count`` objects have been seen created (no status needed)."""
+        fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._added_waiter = (count, fut)
+        if self.added >= count:
+            fut.set_result(time.perf_counter())
+        return fut
 
     def wait_for(self, name: str) -> asyncio.Future[float]:
         fut = self._waiters[name] = asyncio.get_running_loop().create_future()
@@ -105,6 +132,37 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _thread_cpu_seconds(pid: int, tid: int) -> float:
+    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ServerCPU:
+    """CPU the server process (and its main thread) used between ``start`` and ``stop``."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+        self._at: tuple[float, float] = (0.0, 0.0)
+
+    def _now(self) -> tuple[float, float]:
+        assert self.pid is not None
+        return _cpu_seconds(self.pid), _thread_cpu_seconds(self.pid, self.pid)
+
+    def start(self) -> None:
+        if self.pid is not None:
+            self._at = self._now()
+
+    def per_object_us(self, count: int) -> dict[str, float]:
+        if self.pid is None:
+            return {}
+        process, main = self._now()
+        return {
+            "server_cpu_us_per_object": round((process - self._at[0]) * 1e6 / count, 1),
+            "server_main_thread_us_per_object": round((main - self._at[1]) * 1e6 / count, 1),
+        }
+
+
 def _rss_mib(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -139,8 +197,38 @@ async def operator(
             await proc.wait()
 
 
+async def creates_only(cfg: Config, count: int, clients: int, server: ServerCPU) -> dict[str, Any]:
+    """The same creates, watched the same way, with no operator: what the creates cost the server."""
+    ns = f"bench-none-{uuid.uuid4().hex[:5]}"
+    async with typed.Client(cfg) as api:
+        await api.dynamic.resource(NAMESPACES).create({"metadata": {"name": ns}})
+        watcher = Watcher(api, ns)
+        await watcher.start()
+        try:
+            seen = watcher.wait_for_added(count)
+            server.start()
+            started = time.perf_counter()
+            await _create_all(cfg, ns, count, clients)
+            finished = await asyncio.wait_for(seen, 600)
+            cpu = server.per_object_us(count)
+        finally:
+            await watcher.stop()
+            with contextlib.suppress(errors.APIError):
+                await api.dynamic.resource(NAMESPACES).delete(ns)
+    seconds = finished - started
+    return {"operator": "none", "workers": 0, "objects": count, "seconds": round(seconds, 3),
+            "objects_per_s": round(count / seconds, 1), **cpu}  # fmt: skip
+
+
 async def one_run(
-    cfg: Config, kubeconfig: str, mode: str, workers: int, count: int, clients: int, samples: int
+    cfg: Config,
+    kubeconfig: str,
+    mode: str,
+    workers: int,
+    count: int,
+    clients: int,
+    samples: int,
+    server: ServerCPU,
 ) -> dict[str, Any]:
     ns = f"bench-{mode}-{workers}-{uuid.uuid4().hex[:5]}"
     async with typed.Client(cfg) as api:
@@ -154,11 +242,13 @@ async def one_run(
                 await asyncio.wait_for(warm, 60)
                 all_done = watcher.wait_for_count(count + 1)
                 cpu_before = _cpu_seconds(proc.pid)
+                server.start()
                 started = time.perf_counter()
                 await _create_all(cfg, ns, count, clients)
                 created = time.perf_counter()
                 finished = await asyncio.wait_for(all_done, 600)
                 cpu = _cpu_seconds(proc.pid) - cpu_before
+                server_cpu = server.per_object_us(count)
                 latencies = []
                 for i in range(samples):
                     name = f"lat-{i}"
@@ -182,6 +272,7 @@ async def one_run(
         "latency_ms_median": round(statistics.median(latencies) * 1000, 2) if latencies else None,
         "operator_cpu_ms_per_object": round(cpu * 1000 / count, 3),
         "rss_mib": round(rss, 1),
+        **server_cpu,
     }
 
 
@@ -202,21 +293,72 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await api.dynamic.resource(CRDS).create(ops.CRD)
         except errors.AlreadyExists:
             pass
-    runs = []
     operators = [("kplane", 1), ("kplane", 8), *((("kopf", 0),) if not args.skip_kopf else ())]
     if args.operators:
         operators = [(m, int(w)) for m, _, w in (o.partition(":") for o in args.operators.split(","))]
-    for mode, workers in operators:
-        runs.append(
-            await one_run(cfg, args.kubeconfig, mode, workers, args.count, args.clients, args.latency_samples)
-        )
-    kopf = next((r for r in runs if r["operator"] == "kopf"), None)
-    best = max((r["objects_per_s"] for r in runs if r["operator"] == "kplane"), default=0.0)
-    return {
+    server = ServerCPU(args.server_pid)
+    runs = []
+    for _ in range(args.rounds):
+        if args.server_pid is not None:
+            runs.append(await creates_only(cfg, args.count, args.clients, server))
+        for mode, workers in operators:
+            load = (args.count, args.clients, args.latency_samples)
+            runs.append(await one_run(cfg, args.kubeconfig, mode, workers, *load, server))
+    medians = _medians(runs)
+    kopf = next((m for m in medians if m["operator"] == "kopf"), None)
+    best = max((m["objects_per_s"] for m in medians if m["operator"].startswith("kplane")), default=0.0)
+    out: dict[str, Any] = {
         "benchmark": "reconcile_throughput",
+        "rounds": args.rounds,
         "runs": runs,
+        "medians": medians,
         "kplane_vs_kopf": round(best / kopf["objects_per_s"], 1) if kopf else None,
     }
+    if args.server_pid is not None:
+        out.update(_server_costs(medians))
+    return out
+
+
+def _medians(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (operator, workers), the median of every numeric figure over the rounds, in run order."""
+    groups: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+    for r in runs:
+        groups.setdefault((r["operator"], r["workers"]), []).append(r)
+    out = []
+    for (mode, workers), group in groups.items():
+        row: dict[str, Any] = {"operator": mode, "workers": workers, "rounds": len(group)}
+        for key, value in group[0].items():
+            values = [g[key] for g in group if g.get(key) is not None]
+            if isinstance(value, int | float) and key not in ("workers", "objects") and values:
+                row[key] = round(statistics.median(values), 3)
+        out.append(row)
+    return out
+
+
+def _server_costs(medians: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a create and a reconcile cost the server's main thread, and what that allows.
+
+    Each operator's objects/s cannot exceed 1 / (main-thread CPU per object): the thread is one
+    core at most. When both operators are near that bound, their ratio is bounded by the inverse
+    ratio of what each costs the server per object (``kplane_vs_kopf_bound``).
+    """
+    out: dict[str, Any] = {}
+    for m in medians:
+        us = m.get("server_main_thread_us_per_object")
+        if us:
+            m["server_bound_objects_per_s"] = round(1e6 / us)
+    by = {(m["operator"], m["workers"]): m for m in medians}
+    create = by[("none", 0)].get("server_main_thread_us_per_object")
+    out["server_main_thread_us_per_create"] = create
+    kplane = [m["server_main_thread_us_per_object"] for m in medians if m["operator"].startswith("kplane")]
+    kopf = [m["server_main_thread_us_per_object"] for m in medians if m["operator"] == "kopf"]
+    if kplane and create is not None:
+        out["server_main_thread_us_per_kplane_reconcile"] = round(min(kplane) - create, 1)
+    if kopf and create is not None:
+        out["server_main_thread_us_per_kopf_reconcile"] = round(kopf[0] - create, 1)
+    if kplane and kopf:
+        out["kplane_vs_kopf_bound"] = round(kopf[0] / min(kplane), 2)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--latency-samples", type=int, default=50)
     parser.add_argument("--skip-kopf", action="store_true")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat, alternating the operators; medians")
+    parser.add_argument("--server-pid", type=int, default=None, help="the server's pid: report its CPU use")
     parser.add_argument(
         "--operators",
         default="",
