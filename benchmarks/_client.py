@@ -25,7 +25,8 @@ import pathlib
 import ssl
 import statistics
 import tempfile
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -237,3 +238,48 @@ def busy_share(before: tuple[float, float], after: tuple[float, float]) -> float
     """The fraction of all cores busy between two ``machine_cpu`` samples, or None."""
     total = after[1] - before[1]
     return round((after[0] - before[0]) / total, 3) if total > 0 else None
+
+
+def process_cpu_seconds(pid: int, *, thread: int | None = None) -> float:
+    """User + system CPU seconds of process ``pid`` so far, or of its thread ``thread`` alone, from
+    /proc/PID/stat or /proc/PID/task/TID/stat (Linux only).
+
+    Sample before and after a phase to charge the server's CPU to the work the phase did.
+    """
+    path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
+    with open(path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_rss_mib(pid: int) -> float | None:
+    """Resident memory of process ``pid`` in MiB (VmRSS), or None when it reports none (a zombie)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return None
+
+
+async def closed_loop(
+    target: Target, url: str, body: Callable[[], bytes], *, clients: int, duration: float
+) -> int:
+    """POST ``body()`` to ``url`` from ``clients`` sessions, each sending its next request when the
+    previous one is answered, for ``duration`` seconds; returns how many succeeded (a failure raises
+    ``HTTPError`` and ends the run)."""
+    sessions = [session(target) for _ in range(clients)]
+    stop = time.monotonic() + duration
+    done = 0
+
+    async def worker(http: aiohttp.ClientSession) -> None:
+        nonlocal done
+        while time.monotonic() < stop:
+            await request(http, "POST", url, body=body())
+            done += 1
+
+    try:
+        await asyncio.gather(*(worker(s) for s in sessions))
+    finally:
+        for s in sessions:
+            await s.close()
+    return done

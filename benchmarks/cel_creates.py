@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
-import os
 import statistics
 import time
 import uuid
@@ -70,7 +70,9 @@ KINDS = {
 }
 
 
-def _body(kind: str, name: str) -> bytes:
+def _body(kind: str) -> bytes:
+    """A new object of ``kind`` under a fresh name."""
+    name = f"w-{uuid.uuid4().hex[:12]}"
     obj = {
         "apiVersion": f"{GROUP}/v1",
         "kind": kind,
@@ -98,31 +100,6 @@ async def _served(http: aiohttp.ClientSession, server: str, plural: str, namespa
         await asyncio.sleep(0.2)
 
 
-async def _load(target: bench.Target, url: str, kind: str, clients: int, duration: float) -> int:
-    sessions = [bench.session(target) for _ in range(clients)]
-    stop = time.monotonic() + duration
-    done = 0
-
-    async def worker(http: aiohttp.ClientSession) -> None:
-        nonlocal done
-        while time.monotonic() < stop:
-            await bench.request(http, "POST", url, body=_body(kind, f"w-{uuid.uuid4().hex[:12]}"))
-            done += 1
-
-    try:
-        await asyncio.gather(*(worker(s) for s in sessions))
-    finally:
-        for s in sessions:
-            await s.close()
-    return done
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     target = bench.load_kubeconfig(args.kubeconfig, context=args.context)
     server = target.server
@@ -140,13 +117,19 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 for name, crd in KINDS.items():
                     plural, kind = crd["spec"]["names"]["plural"], crd["spec"]["names"]["kind"]
                     url = f"{server}/apis/{GROUP}/v1/namespaces/{namespace}/{plural}"
-                    before = _cpu_seconds(args.server_pid) if args.server_pid else 0.0
+                    before = bench.process_cpu_seconds(args.server_pid) if args.server_pid else 0.0
                     start = time.monotonic()
-                    count = await _load(target, url, kind, args.clients, args.duration)
+                    count = await bench.closed_loop(
+                        target,
+                        url,
+                        functools.partial(_body, kind),
+                        clients=args.clients,
+                        duration=args.duration,
+                    )
                     elapsed = time.monotonic() - start
                     runs[name].append(count / elapsed)
                     if args.server_pid and count:
-                        cpu[name].append((_cpu_seconds(args.server_pid) - before) / count * 1e6)
+                        cpu[name].append((bench.process_cpu_seconds(args.server_pid) - before) / count * 1e6)
         finally:
             await bench.delete_namespace(http, server, namespace)
             for crd in KINDS.values():

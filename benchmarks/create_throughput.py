@@ -34,7 +34,6 @@ import argparse
 import asyncio
 import json
 import multiprocessing
-import os
 import sys
 import time
 import uuid
@@ -55,13 +54,6 @@ POD_BODY = (
     b'"spec":{"containers":[{"name":"app","image":"registry.example/app:1.0"}]}}'
 )
 KINDS = {"configmap": ("configmaps", BODY), "pod": ("pods", POD_BODY)}
-
-
-def _proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (from /proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 Send = Callable[[bytes], Awaitable[int]]
@@ -140,7 +132,7 @@ async def _load(
         deadline = t0 + duration
         cpu0 = time.process_time()
         machine0 = _client.machine_cpu()
-        server0 = _proc_cpu_s(server_pid) if server_pid else 0.0
+        server0 = _client.process_cpu_seconds(server_pid) if server_pid else 0.0
 
         async def client(c: int, send: Send) -> None:
             nonlocal done
@@ -162,7 +154,7 @@ async def _load(
         elapsed = time.perf_counter() - t0
         cpu = time.process_time() - cpu0
         machine = _client.busy_share(machine0, _client.machine_cpu())
-        server = _proc_cpu_s(server_pid) - server0 if server_pid else None
+        server = _client.process_cpu_seconds(server_pid) - server0 if server_pid else None
     finally:
         await close()
     return {

@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 import statistics
 import sys
 import time
@@ -36,6 +35,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import _client
 import _reconcile_operators as ops
 
 from kplane.api import errors
@@ -126,18 +126,6 @@ def _widget(name: str, value: int) -> dict[str, Any]:
             "spec": {"value": value}}  # fmt: skip
 
 
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _thread_cpu_seconds(pid: int, tid: int) -> float:
-    with open(f"/proc/{pid}/task/{tid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class ServerCPU:
     """CPU the server process (and its main thread) used between ``start`` and ``stop``."""
 
@@ -147,7 +135,7 @@ class ServerCPU:
 
     def _now(self) -> tuple[float, float]:
         assert self.pid is not None
-        return _cpu_seconds(self.pid), _thread_cpu_seconds(self.pid, self.pid)
+        return _client.process_cpu_seconds(self.pid), _client.process_cpu_seconds(self.pid, thread=self.pid)
 
     def start(self) -> None:
         if self.pid is not None:
@@ -161,14 +149,6 @@ class ServerCPU:
             "server_cpu_us_per_object": round((process - self._at[0]) * 1e6 / count, 1),
             "server_main_thread_us_per_object": round((main - self._at[1]) * 1e6 / count, 1),
         }
-
-
-def _rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 @contextlib.asynccontextmanager
@@ -241,13 +221,13 @@ async def one_run(
                 await api.dynamic.resource(ops.WIDGETS, ns).create(_widget("warmup", 1))
                 await asyncio.wait_for(warm, 60)
                 all_done = watcher.wait_for_count(count + 1)
-                cpu_before = _cpu_seconds(proc.pid)
+                cpu_before = _client.process_cpu_seconds(proc.pid)
                 server.start()
                 started = time.perf_counter()
                 await _create_all(cfg, ns, count, clients)
                 created = time.perf_counter()
                 finished = await asyncio.wait_for(all_done, 600)
-                cpu = _cpu_seconds(proc.pid) - cpu_before
+                cpu = _client.process_cpu_seconds(proc.pid) - cpu_before
                 server_cpu = server.per_object_us(count)
                 latencies = []
                 for i in range(samples):
@@ -256,7 +236,7 @@ async def one_run(
                     t0 = time.perf_counter()
                     await api.dynamic.resource(ops.WIDGETS, ns).create(_widget(name, i))
                     latencies.append((await asyncio.wait_for(fut, 30)) - t0)
-                rss = _rss_mib(proc.pid)
+                rss = _client.process_rss_mib(proc.pid) or 0.0
         finally:
             await watcher.stop()
             with contextlib.suppress(errors.APIError):

@@ -33,14 +33,6 @@ import aiohttp
 SERVING = re.compile(rb"serving (https://\S+) \(ready in ([0-9.]+)\s*s")
 
 
-def _rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
-
-
 async def _readyz(kubeconfig: pathlib.Path) -> None:
     """Poll ``/readyz`` with the kubeconfig's credentials until it answers 200."""
     target = _client.load_kubeconfig(kubeconfig, auth="cert")
@@ -76,7 +68,9 @@ async def _one_run(kplane: str, data_dir: pathlib.Path, storage: str, settle: fl
         await _readyz(data_dir / "kubeconfig")
         t_ready = time.perf_counter() - t0
         await asyncio.sleep(settle)
-        rss = _rss_mib(proc.pid)
+        rss = _client.process_rss_mib(proc.pid)
+        if rss is None:
+            raise RuntimeError("no VmRSS")
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)

@@ -17,10 +17,9 @@ are deleted afterwards. The webhook server shares this process's CPU with the lo
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
+import functools
 import json
-import os
 import ssl
 import statistics
 import tempfile
@@ -30,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import _client as bench
-import aiohttp
 from aiohttp import web
 
 from kplane.runtime.webhook import certs
@@ -115,31 +113,6 @@ def _body(namespace: str) -> bytes:
     return json.dumps(obj).encode()
 
 
-async def _load(target: bench.Target, url: str, namespace: str, clients: int, duration: float) -> int:
-    sessions = [bench.session(target) for _ in range(clients)]
-    stop = time.monotonic() + duration
-    done = 0
-
-    async def worker(http: aiohttp.ClientSession) -> None:
-        nonlocal done
-        while time.monotonic() < stop:
-            await bench.request(http, "POST", url, body=_body(namespace))
-            done += 1
-
-    try:
-        await asyncio.gather(*(worker(s) for s in sessions))
-    finally:
-        for s in sessions:
-            await s.close()
-    return done
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     target = bench.load_kubeconfig(args.kubeconfig, context=args.context)
     server = target.server
@@ -166,14 +139,22 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                         config_path = f"{server}{ADMISSION}/{plural}/{name}"
                     try:
                         seen = hooks.calls
-                        before = _cpu_seconds(args.server_pid) if args.server_pid else 0.0
+                        before = bench.process_cpu_seconds(args.server_pid) if args.server_pid else 0.0
                         start = time.monotonic()
-                        count = await _load(target, url, namespace, args.clients, args.duration)
+                        count = await bench.closed_loop(
+                            target,
+                            url,
+                            functools.partial(_body, namespace),
+                            clients=args.clients,
+                            duration=args.duration,
+                        )
                         elapsed = time.monotonic() - start
                         runs[mode].append(count / elapsed)
                         calls[mode] += hooks.calls - seen
                         if args.server_pid and count:
-                            cpu[mode].append((_cpu_seconds(args.server_pid) - before) / count * 1e6)
+                            cpu[mode].append(
+                                (bench.process_cpu_seconds(args.server_pid) - before) / count * 1e6
+                            )
                     finally:
                         if config_path:
                             await bench.request(http, "DELETE", config_path, ok=(200, 404))
