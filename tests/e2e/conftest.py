@@ -22,11 +22,16 @@ import pytest
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from kplane.server.storage.testing import etcd_process
 from tests.e2e import helpers
 
 KUBECTL = shutil.which("kubectl")
 requires_kubectl = pytest.mark.skipif(
     KUBECTL is None, reason="kubectl is not installed: kubectl e2e tests skipped"
+)
+requires_etcd = pytest.mark.skipif(
+    not etcd_process.available(),
+    reason="etcd is not installed (Debian: apt-get install etcd-server; .ci/run installs it)",
 )
 
 
@@ -166,3 +171,10 @@ def k8s(server: Server) -> Iterator[k8s_client.ApiClient]:
     cl = k8s_config.new_client_from_config(config_file=str(server.kubeconfig))
     yield cl
     cl.close()
+
+
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[etcd_process.EtcdCluster]:
+    """A one-member etcd on loopback, shared by one module's tests (mark them ``requires_etcd``)."""
+    with etcd_process.EtcdCluster(1, tmp_path_factory.mktemp("etcd")) as cluster:
+        yield cluster

@@ -333,8 +333,9 @@ def deployment(
     replicas: int = 1,
     image: str = "nginx:1.25",
     labels: dict[str, str] | None = None,
+    container: str = "main",
 ) -> dict[str, Any]:
-    """A minimal valid apps/v1 Deployment selecting ``app=<name>``."""
+    """A minimal valid apps/v1 Deployment selecting ``app=<name>``, one container running ``image``."""
     sel = {"app": name}
     return {
         "apiVersion": "apps/v1",
@@ -345,7 +346,7 @@ def deployment(
             "selector": {"matchLabels": sel},
             "template": {
                 "metadata": {"labels": sel},
-                "spec": {"containers": [{"name": "main", "image": image}]},
+                "spec": {"containers": [{"name": container, "image": image}]},
             },
         },
     }

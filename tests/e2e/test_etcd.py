@@ -17,18 +17,9 @@ import pytest
 from kplane.server.storage.etcd import EtcdClient, wire
 from kplane.server.storage.testing import etcd_process
 from tests.e2e import helpers
-from tests.e2e.conftest import Server, requires_kubectl, serve_command, start_server
+from tests.e2e.conftest import Server, requires_etcd, requires_kubectl, serve_command, start_server
 
-pytestmark = pytest.mark.skipif(
-    not etcd_process.available(),
-    reason="etcd is not installed (Debian: apt-get install etcd-server; .ci/run installs it)",
-)
-
-
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[etcd_process.EtcdCluster]:
-    with etcd_process.EtcdCluster(1, tmp_path_factory.mktemp("etcd")) as cluster:
-        yield cluster
+pytestmark = requires_etcd
 
 
 @pytest.fixture(scope="module")

@@ -16,15 +16,10 @@ import pytest
 
 from kplane.server.storage.testing import etcd_process
 from tests.e2e import helpers
+from tests.e2e.conftest import requires_etcd
 from tests.e2e.test_etcd_replicas import kube, start_replicas
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not etcd_process.available(),
-        reason="etcd is not installed (Debian: apt-get install etcd-server; .ci/run installs it)",
-    ),
-]
+pytestmark = [pytest.mark.slow, requires_etcd]
 
 # What a request may take at most while etcd has no quorum: the 5 s etcd deadline, plus slack for
 # a loaded machine. A hang would be caught by it.

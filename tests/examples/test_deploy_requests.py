@@ -11,31 +11,19 @@ import pytest
 from examples.deploy_requests import controller, crd
 from kplane import testing
 from kplane.api import errors
+from tests.e2e import helpers
 from tests.e2e import runtime_support as rs
 
 CLIENTS = 16
 
 
+def _deployment(name: str) -> dict[str, Any]:
+    return helpers.deployment(name, image="app:0", container="app")
+
+
 @pytest.fixture
 def kplane_crds() -> Sequence[testing.CrdSource]:
     return [crd.MANIFEST]
-
-
-def _deployment(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "app", "image": "app:0"}]},
-            },
-        },
-    }
 
 
 async def test_direct_patches_conflict(kplane: testing.ControlPlane) -> None:

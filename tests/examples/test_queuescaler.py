@@ -19,6 +19,7 @@ from kplane import runtime, testing
 from kplane.client import dynamic, retry
 from kplane.testing import AutoAdvancingClock, ControlPlane, eventually
 from kplane.testing import faults as faults_mod
+from tests.e2e import helpers
 
 REDIS = shutil.which("redis-server")
 pytestmark = [
@@ -71,20 +72,7 @@ async def _fill(url: str, count: int) -> None:
 
 
 def _deployment(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "w", "image": "worker"}]},
-            },
-        },
-    }
+    return helpers.deployment(name, image="worker", container="w")
 
 
 def _scaler(name: str, url: str, *, max_replicas: int, cooldown: int = 60) -> dict[str, Any]:

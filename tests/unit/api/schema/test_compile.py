@@ -742,16 +742,3 @@ def test_errors_module_is_the_one_used() -> None:
     """Compiled errors are ``kplane.api.errors.FieldError`` instances."""
     result = crd({"x": {"type": "integer"}}).process(cr({"x": "s"}))
     assert isinstance(result.errors[0], errors.FieldError)
-
-
-def test_public_surface_includes_the_compiler() -> None:
-    """The schema package exports the compiler's public names."""
-    names = {
-        "CompiledSchema",
-        "Result",
-        "SchemaError",
-        "compile_schema",
-        "compiled_for_gvk",
-        "strict_decoding_message",
-    }
-    assert names <= set(api_schema.__all__)
