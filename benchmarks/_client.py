@@ -283,3 +283,16 @@ async def closed_loop(
         for s in sessions:
             await s.close()
     return done
+
+
+def create_rate_figures(label: str, rates: list[float], cpu_us: list[float]) -> dict[str, Any]:
+    """The figures of one kind of create load over several rounds: ``creates_per_s_<label>`` (the
+    median rate), ``creates_per_s_<label>_runs`` (each round's) and, when the server's CPU was
+    measured, ``server_cpu_us_per_create_<label>`` (the median)."""
+    out: dict[str, Any] = {
+        f"creates_per_s_{label}": round(statistics.median(rates), 1),
+        f"creates_per_s_{label}_runs": [round(r, 1) for r in rates],
+    }
+    if cpu_us:
+        out[f"server_cpu_us_per_create_{label}"] = round(statistics.median(cpu_us), 1)
+    return out

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import functools
 import json
-import statistics
 import time
 import uuid
 from typing import Any
@@ -138,10 +137,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 )
     result: dict[str, Any] = {}
     for name in KINDS:
-        result[f"creates_per_s_{name}"] = round(statistics.median(runs[name]), 1)
-        result[f"creates_per_s_{name}_runs"] = [round(r, 1) for r in runs[name]]
-        if cpu[name]:
-            result[f"server_cpu_us_per_create_{name}"] = round(statistics.median(cpu[name]), 1)
+        result |= bench.create_rate_figures(name, runs[name], cpu[name])
     return result
 
 

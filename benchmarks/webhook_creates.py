@@ -21,7 +21,6 @@ import base64
 import functools
 import json
 import ssl
-import statistics
 import tempfile
 import time
 import uuid
@@ -164,11 +163,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 await hooks.runner.cleanup()
     result: dict[str, Any] = {}
     for mode in MODES:
-        result[f"creates_per_s_{mode}"] = round(statistics.median(runs[mode]), 1)
-        result[f"creates_per_s_{mode}_runs"] = [round(r, 1) for r in runs[mode]]
-        result[f"webhook_calls_{mode}"] = calls[mode]
-        if cpu[mode]:
-            result[f"server_cpu_us_per_create_{mode}"] = round(statistics.median(cpu[mode]), 1)
+        figures = bench.create_rate_figures(mode, runs[mode], cpu[mode])
+        figures[f"webhook_calls_{mode}"] = calls[mode]
+        result |= figures
     return result
 
 
