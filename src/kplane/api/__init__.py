@@ -1,2 +1,2 @@
 """Pure API values shared by server and client: group/version/kind, errors <-> Status, selectors,
-patches, schemas and the resource catalog. Nothing here does I/O."""
+identifier syntax, patches, schemas and the resource catalog. Nothing here does I/O."""
