@@ -3,7 +3,9 @@
 Each reconciles ``Widget`` objects of one namespace: read the object, and if ``status.observed``
 differs from ``spec.value``, write ``status.observed`` through the status subresource. Run as
 ``python -m benchmarks._reconcile_operators kplane|kopf KUBECONFIG NAMESPACE WORKERS``; prints
-``READY`` once it is watching.
+``READY`` once it is watching. A mode ending in ``+uvloop`` (``kplane+uvloop``, ``kopf+uvloop``)
+runs the operator on uvloop's event loop instead of asyncio's (kopf's CLI picks uvloop when
+installed, as ``kplane serve`` does; in code, both run on whatever loop the caller starts).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ async def run_kplane(kubeconfig: str, namespace: str, workers: int, *, traces: i
         await manager.api.close()
 
 
-def run_kopf(kubeconfig: str, namespace: str, workers: int) -> None:
+def run_kopf(kubeconfig: str, namespace: str, workers: int, *, uvloop: bool = False) -> None:
     os.environ["KUBECONFIG"] = kubeconfig  # before kopf loads the kubernetes client, which reads it once
     import kopf
 
@@ -104,15 +106,27 @@ def run_kopf(kubeconfig: str, namespace: str, workers: int) -> None:
         if (status or {}).get("observed") != spec["value"]:
             patch.status["observed"] = spec["value"]
 
-    kopf.run(standalone=True, namespaces=[namespace], clusterwide=False)
+    if uvloop:
+        import uvloop as uvloop_mod
+
+        with asyncio.Runner(loop_factory=uvloop_mod.new_event_loop) as runner:
+            kopf.run(standalone=True, namespaces=[namespace], clusterwide=False, loop=runner.get_loop())
+    else:
+        kopf.run(standalone=True, namespaces=[namespace], clusterwide=False)
 
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING)
     mode, config_path, ns, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    mode, _, loop = mode.partition("+")
+    run: Any = asyncio.run
+    if loop == "uvloop":
+        import uvloop
+
+        run = uvloop.run
     if mode == "kplane":
-        asyncio.run(run_kplane(config_path, ns, n))
+        run(run_kplane(config_path, ns, n))
     elif mode == "kplane-untraced":  # reconcile tracing off, to measure what it costs
-        asyncio.run(run_kplane(config_path, ns, n, traces=0))
+        run(run_kplane(config_path, ns, n, traces=0))
     else:
-        run_kopf(config_path, ns, n)
+        run_kopf(config_path, ns, n, uvloop=loop == "uvloop")

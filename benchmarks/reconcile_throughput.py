@@ -210,7 +210,7 @@ async def one_run(
     samples: int,
     server: ServerCPU,
 ) -> dict[str, Any]:
-    ns = f"bench-{mode}-{workers}-{uuid.uuid4().hex[:5]}"
+    ns = f"bench-{mode.replace('+', '-')}-{workers}-{uuid.uuid4().hex[:5]}"
     async with typed.Client(cfg) as api:
         await api.dynamic.resource(NAMESPACES).create({"metadata": {"name": ns}})
         watcher = Watcher(api, ns)
@@ -285,7 +285,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             load = (args.count, args.clients, args.latency_samples)
             runs.append(await one_run(cfg, args.kubeconfig, mode, workers, *load, server))
     medians = _medians(runs)
-    kopf = next((m for m in medians if m["operator"] == "kopf"), None)
+    kopf = next((m for m in medians if m["operator"].startswith("kopf")), None)
     best = max((m["objects_per_s"] for m in medians if m["operator"].startswith("kplane")), default=0.0)
     out: dict[str, Any] = {
         "benchmark": "reconcile_throughput",
@@ -331,7 +331,7 @@ def _server_costs(medians: list[dict[str, Any]]) -> dict[str, Any]:
     create = by[("none", 0)].get("server_main_thread_us_per_object")
     out["server_main_thread_us_per_create"] = create
     kplane = [m["server_main_thread_us_per_object"] for m in medians if m["operator"].startswith("kplane")]
-    kopf = [m["server_main_thread_us_per_object"] for m in medians if m["operator"] == "kopf"]
+    kopf = [m["server_main_thread_us_per_object"] for m in medians if m["operator"].startswith("kopf")]
     if kplane and create is not None:
         out["server_main_thread_us_per_kplane_reconcile"] = round(min(kplane) - create, 1)
     if kopf and create is not None:
@@ -353,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--operators",
         default="",
-        help="MODE:WORKERS,... instead of kplane:1,kplane:8,kopf:0 (modes: kplane, kplane-untraced, kopf)",
+        help="MODE:WORKERS,... instead of kplane:1,kplane:8,kopf:0 (modes: kplane, kplane-untraced, "
+        "kopf; a +uvloop suffix runs the operator on uvloop)",
     )
     args = parser.parse_args(argv)
     print(json.dumps(asyncio.run(run(args))))
