@@ -1,33 +1,55 @@
 """The dashboard tab's memory with 1,000 pods live-updated; one JSON line.
 
-    python benchmarks/dashboard_memory.py --kubeconfig PATH [--pods 1000] [--timeout 300] [--keep]
+    python benchmarks/dashboard_memory.py --kubeconfig PATH [--pods 1000] [--churn 60] [--timeout 300]
+        [--keep]
 
 Against ``kplane serve`` (the dashboard is kplane's; run it with ``--nodes 10`` or more so 1,000 pods
 fit, 110 a node) whose kubeconfig carries a bearer token (the admin kubeconfig does). Headless
 Chromium (``kplane.testing.browser``: Debian's chromium and chromedriver) signs in with that token
-and opens the Nodes & pods view of a fresh namespace; then a Deployment of ``--pods`` replicas is
-created (each pod is added, scheduled, started and turns Ready: several watch events each) and,
-once every pod shows Ready in the page, restarted (``kubectl rollout restart``'s template annotation:
-every pod replaced, 2 x ``--pods`` more pods through the page). Figures, in MiB:
+and opens the Nodes & pods view of a fresh namespace. Then, all while the page shows them live:
 
-* ``heap_peak_mib``: the largest JSHeapUsedSize (CDP ``Performance.getMetrics``) sampled every
-  second while the pods roll in and roll over (no forced GC: what the tab really held);
-* ``heap_after_gc_mib``: JSHeapUsedSize after a forced GC, all pods Ready, after the restart;
-* ``renderer_pss_mib``: the tab's renderer process's proportional set size (``/proc/PID/smaps_rollup``),
-  all of the page's memory (heap, DOM, layout, paint, its share of Chromium's code), at the same
-  moment, and ``renderer_private_mib`` its private part (what the tab alone costs, as Chromium's task
-  manager counts a tab's footprint); ``*_empty_mib``: the same on the empty view, before any pod;
-* ``dom_nodes``, and the seconds until the page showed all pods Ready (``ready_s``, ``restart_ready_s``).
+1. a Deployment of ``--pods`` replicas is created (each pod is added, scheduled, started and turns
+   Ready: several watch events each), until the page counts every pod Ready;
+2. it is restarted (``kubectl rollout restart``'s template annotation): every pod replaced, 2 x
+   ``--pods`` more pods through the page, until the page counts every new pod Ready;
+3. for ``--churn`` seconds, 8 clients patch the pods' status in turn (a condition of their own
+   flipping between True and False, through the ``status`` subresource), so status changes keep
+   flowing into the page at the rate the server takes them.
 
-Target: the tab under 100 MiB. The namespace is deleted afterwards unless ``--keep``.
+What "the tab's memory" means here is what a user sees: the "Memory footprint" column of Chrome's
+Task Manager, Chromium's *private memory footprint* of the tab's renderer process, which on Linux
+is the process's resident anonymous memory plus its swap (``RssAnon + VmSwap`` of
+``/proc/PID/status``; Chromium's ``CalculatePrivateFootprintKb``): everything the page holds (JS
+heap, DOM, layout, paint, buffers) and nothing it shares with the browser (code, fonts). Figures,
+in MiB:
+
+* ``tab_footprint_mib``: that footprint at the end (no forced GC), ``tab_footprint_peak_mib`` the
+  largest sampled every second through the three phases, ``tab_footprint_empty_mib`` on the empty
+  view before any pod; the target is the peak under 100 MiB;
+* ``js_heap_mib``: ``performance.memory.usedJSHeapSize`` at the end (what the page's JavaScript
+  holds), ``js_heap_peak_mib`` the largest sampled, ``js_heap_after_gc_mib`` after a forced GC,
+  ``js_heap_empty_mib`` on the empty view;
+* for comparison with other tools, ``renderer_private_mib`` (``Private_Clean + Private_Dirty`` of
+  ``smaps_rollup``: includes private file pages) and ``renderer_pss_mib`` (proportional set size:
+  adds the renderer's share of Chromium's code and other pages shared with the browser process,
+  which a user does not pay per tab);
+* ``dom_nodes``, ``console_errors``, the seconds until the page showed all pods Ready
+  (``ready_s``, ``restart_ready_s``) and the status patches the churn made (``churn_patches``,
+  ``churn_patches_per_s``).
+
+The namespace is deleted afterwards unless ``--keep``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import concurrent.futures
+import dataclasses
 import json
 import os
 import pathlib
+import threading
 import time
 import uuid
 from typing import Any
@@ -70,9 +92,28 @@ async def _call(
         await _client.request(http, method, target.server + path, body=body, ok=ok)
 
 
-def renderer_memory(driver_pid: int) -> list[tuple[int, int]]:
-    """(PSS, private) bytes of each renderer process under chromedriver's process ``driver_pid``,
-    largest first (the page's; Chromium keeps a spare renderer that holds no page)."""
+@dataclasses.dataclass(frozen=True)
+class Renderer:
+    """One renderer process's memory, in bytes (see the module docstring)."""
+
+    footprint: int  # RssAnon + VmSwap: Chrome's Task Manager "Memory footprint"
+    private: int  # Private_Clean + Private_Dirty
+    pss: int
+
+
+def _kib_fields(text: str) -> dict[str, int]:
+    fields = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        parts = value.split()
+        if len(parts) == 2 and parts[1] == "kB":
+            fields[key] = int(parts[0]) * 1024
+    return fields
+
+
+def renderers(driver_pid: int) -> list[Renderer]:
+    """The renderer processes under chromedriver's process ``driver_pid``, largest footprint first
+    (the page's; Chromium may keep a spare renderer that holds no page)."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -89,19 +130,60 @@ def renderer_memory(driver_pid: int) -> list[tuple[int, int]]:
             if ppid in below and pid not in below:
                 below.add(pid)
                 changed = True
-    sizes = []
+    found = []
     for pid in below:
         try:
             if b"--type=renderer" not in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes():
                 continue
-            fields = {}
-            for line in pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
-                key, _, value = line.partition(":")
-                fields[key] = int(value.split()[0]) * 1024
-        except (OSError, ValueError, IndexError):
+            status = _kib_fields(pathlib.Path(f"/proc/{pid}/status").read_text())
+            rollup = _kib_fields(pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text())
+        except OSError:
             continue
-        sizes.append((fields.get("Pss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)))
-    return sorted(sizes, reverse=True)
+        found.append(
+            Renderer(
+                footprint=status.get("RssAnon", 0) + status.get("VmSwap", 0),
+                private=rollup.get("Private_Clean", 0) + rollup.get("Private_Dirty", 0),
+                pss=rollup.get("Pss", 0),
+            )
+        )
+    return sorted(found, key=lambda r: r.footprint, reverse=True)
+
+
+def js_heap_used(b: browser_mod.Browser) -> int:
+    """``performance.memory.usedJSHeapSize``: the page's JavaScript heap in use, in bytes (exact:
+    the browser runs with ``--enable-precise-memory-info``)."""
+    return int(b.script("return performance.memory.usedJSHeapSize"))
+
+
+async def churn(target: _client.Target, ns: str, names: list[str], stop: threading.Event) -> int:
+    """Patch the pods' status in turn (8 clients), a condition flipping each pass, until ``stop``;
+    returns the patches made."""
+    done = 0
+
+    async def client(k: int) -> None:
+        nonlocal done
+        async with _client.session(target) as http:
+            headers = {"Content-Type": "application/strategic-merge-patch+json"}
+            n = k
+            while not stop.is_set():
+                name = names[n % len(names)]
+                flip = "True" if (n // len(names)) % 2 == 0 else "False"
+                body = json.dumps({"status": {"conditions": [{"type": "kplane.dev/Churn", "status": flip}]}})
+                url = f"{target.server}/api/v1/namespaces/{ns}/pods/{name}/status"
+                async with http.patch(url, data=body, headers=headers) as resp:
+                    await resp.read()
+                    if resp.status == 200:
+                        done += 1
+                n += 8
+
+    await asyncio.gather(*(client(k) for k in range(8)))
+    return done
+
+
+async def pod_names(target: _client.Target, ns: str) -> list[str]:
+    async with _client.session(target) as http:
+        data = await _client.request(http, "GET", f"{target.server}/api/v1/namespaces/{ns}/pods")
+    return [p["metadata"]["name"] for p in json.loads(data)["items"]]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -125,12 +207,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             b.wait("the signed-in page", lambda: b.find("#app").is_displayed())
             b.get(target.server + f"/dashboard/#/cluster?ns={ns}")
             b.wait("the pods view", lambda: b.find("#ready-count"))
-            result["heap_empty_mib"] = round(b.heap_used() / MIB, 1)
             driver_pid = b.driver.service.process.pid
-            empty = renderer_memory(driver_pid)[0]
-            result["renderer_pss_empty_mib"] = round(empty[0] / MIB, 1)
-            result["renderer_private_empty_mib"] = round(empty[1] / MIB, 1)
-            peak = 0
+            time.sleep(2.0)  # the view settled
+            empty = renderers(driver_pid)[0]
+            result["tab_footprint_empty_mib"] = mib(empty.footprint)
+            result["js_heap_empty_mib"] = mib(js_heap_used(b))
+            peak = {"footprint": empty.footprint, "heap": 0}
+
+            def sample() -> None:
+                peak["footprint"] = max(peak["footprint"], renderers(driver_pid)[0].footprint)
+                peak["heap"] = max(peak["heap"], js_heap_used(b))
 
             def ready_in_page() -> tuple[int, int]:
                 """(Ready pods, pods) as the page counts them now, read in one script."""
@@ -141,10 +227,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 return int(ready), int(rows)
 
             def until_all_ready(what: str) -> float:
-                nonlocal peak
                 start = time.monotonic()
                 while time.monotonic() - start < args.timeout:
-                    peak = max(peak, b.heap_used(collect=False))
+                    sample()
                     ready, total = ready_in_page()
                     if ready == args.pods and total == args.pods:
                         return round(time.monotonic() - start, 1)
@@ -163,21 +248,43 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             _client.run(_call(target, "PATCH", f"{deploy}/{name}", json.dumps(restart).encode(), (200,)))
             time.sleep(2.0)  # the rollout has begun: old pods terminating, new ones coming
             result["restart_ready_s"] = until_all_ready(f"{args.pods} Ready pods after the restart")
-            result["heap_peak_mib"] = round(peak / MIB, 1)
-            result["heap_after_gc_mib"] = round(b.heap_used() / MIB, 1)
-            renderers = renderer_memory(driver_pid)
-            result["renderer_pss_mib"] = round(renderers[0][0] / MIB, 1)
-            result["renderer_private_mib"] = round(renderers[0][1] / MIB, 1)
-            result["other_renderers_pss_mib"] = [round(n / MIB, 1) for n, _ in renderers[1:]]
+            if args.churn > 0:
+                names = _client.run(pod_names(target, ns))
+                stop = threading.Event()
+                with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                    patches = pool.submit(_client.run, churn(target, ns, names, stop))
+                    start = time.monotonic()
+                    try:
+                        while time.monotonic() - start < args.churn:
+                            sample()
+                            time.sleep(1.0)
+                    finally:
+                        stop.set()
+                    result["churn_patches"] = patches.result()
+                result["churn_patches_per_s"] = round(result["churn_patches"] / args.churn, 1)
+            sample()
+            final = renderers(driver_pid)
+            result["tab_footprint_mib"] = mib(final[0].footprint)
+            result["tab_footprint_peak_mib"] = mib(peak["footprint"])
+            result["js_heap_mib"] = mib(js_heap_used(b))
+            result["js_heap_peak_mib"] = mib(peak["heap"])
+            result["renderer_private_mib"] = mib(final[0].private)
+            result["renderer_pss_mib"] = mib(final[0].pss)
+            result["other_renderers_footprint_mib"] = [mib(r.footprint) for r in final[1:]]
             metrics = b.metrics()
             result["dom_nodes"] = int(metrics.get("Nodes", 0))
             result["js_event_listeners"] = int(metrics.get("JSEventListeners", 0))
-            severe = b.console("SEVERE")
-            result["console_errors"] = len(severe)
+            result["js_heap_after_gc_mib"] = mib(b.heap_used())
+            result["tab_footprint_after_gc_mib"] = mib(renderers(driver_pid)[0].footprint)
+            result["console_errors"] = len(b.console("SEVERE"))
     finally:
         if not args.keep:
             _client.run(_call(target, "DELETE", f"/api/v1/namespaces/{ns}", None, (200, 202, 404)))
     return result
+
+
+def mib(n: int) -> float:
+    return round(n / MIB, 1)
 
 
 def main() -> None:
@@ -187,6 +294,7 @@ def main() -> None:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--context", default=None)
     parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--churn", type=float, default=60.0, help="seconds of status patches at the end")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()

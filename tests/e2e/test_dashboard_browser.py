@@ -82,8 +82,8 @@ def test_deployment_pods_turn_ready_live_and_history_diff(
     served: Server, browser: browser_mod.Browser
 ) -> None:
     """Signed in with a token (kept in sessionStorage, no cookie), the Deployment's page shows its
-    pods appear and turn Ready without a reload, the diff of its revisions shows the scale, and a
-    revision the controller wrote leads to its reconcile trace."""
+    pods appear and turn Ready without a reload (each row changed in place), the diff of its
+    revisions shows the scale, and a revision the controller wrote leads to its reconcile trace."""
     b = browser
     served.kubectl("create", "deployment", "web", "--image=registry.example/web:1", "--replicas=0")
     _sign_in(b, served.url)
@@ -98,7 +98,12 @@ def test_deployment_pods_turn_ready_live_and_history_diff(
         rows = b.find_all("#pods tr[data-ready]")
         return sum(r.get_attribute("data-ready") == "true" for r in rows) if len(rows) == 3 else 0
 
+    # a row, once drawn, is changed in place as its pod changes (never redrawn: no DOM churn)
+    first_row = b.wait("a pod's row", lambda: b.find_all("#pods tr[data-ready]"), timeout=60)[0]
+    first_pod = first_row.get_attribute("data-name")
     b.wait("3 Ready pods", lambda: ready_pods() == 3, timeout=60)
+    assert first_row.get_attribute("data-name") == first_pod  # raises if the <tr> was replaced
+    assert first_row.get_attribute("data-ready") == "true"
     # the simulated kubelet's events about the Deployment's ReplicaSet scaling it show up too
     b.wait("the Deployment's events", lambda: "ScalingReplicaSet" in b.find("#object-events").text)
     assert b.script("return window.__loaded") is True

@@ -87,10 +87,12 @@ export class Api {
         const { value, done } = await reader.read();
         if (done) return;
         buffered += decoder.decode(value, { stream: true });
+        // each line parsed where it lies; the unfinished rest kept once per chunk, not per line
+        let start = 0;
         let nl;
-        while ((nl = buffered.indexOf("\n")) >= 0) {
-          const line = buffered.slice(0, nl);
-          buffered = buffered.slice(nl + 1);
+        while ((nl = buffered.indexOf("\n", start)) >= 0) {
+          const line = buffered.slice(start, nl);
+          start = nl + 1;
           if (!line.trim()) continue;
           const event = JSON.parse(line);
           if (event.type === "ERROR") {
@@ -99,6 +101,7 @@ export class Api {
           }
           onEvent(event);
         }
+        buffered = start === buffered.length ? "" : buffered.slice(start);
         if (buffered.length > MAX_LINE) throw new ApiError(0, "watch event too large");
       }
     } finally {

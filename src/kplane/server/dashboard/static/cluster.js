@@ -1,68 +1,77 @@
 // Nodes and pods with their phases, live: a phase tally, the nodes with their pod counts, and
-// the pods (a page at a time), of every namespace or of ?ns=.
+// the pods (a page at a time), of every namespace or of ?ns=. Tables and tally are changed in
+// place (table.js), so events flowing in do not rebuild the page.
 
-import { badge, fill, h, paged, routeParams, routeTo, table } from "./dom.js";
+import { badge, fill, h, routeParams, routeTo } from "./dom.js";
 import { LiveList, age } from "./live.js";
 import { byName, summarizer } from "./summary.js";
+import { LiveTable, Pager } from "./table.js";
 
 const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Unknown", "Terminating"];
 
 export function mount(view, { api }) {
   const { ns = "" } = routeParams();
   const error = h("p", { class: "error", role: "alert" });
-  const tally = h("div", { class: "tally", id: "phases" });
-  const nodesEl = h("div", { id: "nodes" });
-  const podsEl = h("div", { id: "cluster-pods" });
-  fill(view, error, h("h2", {}, "Nodes"), nodesEl, h("h2", {}, ns ? `Pods in ${ns}` : "Pods"), tally, podsEl);
+  const counts = new Map(PHASES.map((p) => [p, document.createTextNode("0")]));
+  const readyText = document.createTextNode("0 of 0");
+  const readyCount = h("span", { class: "tally-item", id: "ready-count", "data-ready": 0, "data-total": 0 }, badge("Ready"), " ", readyText);
+  const tally = h(
+    "div",
+    { class: "tally", id: "phases" },
+    [...counts].map(([phase, text]) => h("span", { class: "tally-item", "data-phase": phase }, badge(phase), " ", text)),
+    readyCount,
+  );
+  const perNode = new Map();
+  const nodes = new LiveTable(
+    [
+      ["Name", (n) => n.name, (name) => h("a", { href: routeTo("object", { r: "/v1/nodes", name }) }, name)],
+      ["Status", (n) => n.status, badge],
+      ["Pods", (n) => perNode.get(n.name) || 0],
+      ["Age", (n) => age(n.created)],
+    ],
+    { id: "nodes-table" },
+  );
+  const pods = new LiveTable([
+    ["Name", (p) => p.name, (name, p) => h("a", { href: routeTo("object", { r: "/v1/pods", ns: p.namespace, name }) }, name)],
+    ["Namespace", (p) => p.namespace],
+    ["Phase", (p) => p.status, badge],
+    ["Ready", (p) => p.ready],
+    ["Restarts", (p) => p.restarts],
+    ["Node", (p) => p.node],
+    ["Age", (p) => age(p.created)],
+  ]);
+  const pager = new Pager(() => draw());
+  fill(
+    view,
+    error,
+    h("h2", {}, "Nodes"),
+    h("div", { id: "nodes" }, nodes.el),
+    h("h2", {}, ns ? `Pods in ${ns}` : "Pods"),
+    tally,
+    h("div", { id: "cluster-pods" }, pods.el, pager.el),
+  );
   const onError = (err) => (error.textContent = err.message);
 
-  const pageState = { page: 0 };
   const draw = () => {
-    const pods = [...podList.items.values()];
-    const perNode = new Map();
+    const all = [...podList.items.values()];
     const perPhase = new Map(PHASES.map((p) => [p, 0]));
     let ready = 0;
-    for (const p of pods) {
+    perNode.clear();
+    for (const p of all) {
       perNode.set(p.node, (perNode.get(p.node) || 0) + 1);
       perPhase.set(p.status, (perPhase.get(p.status) || 0) + 1);
       if (p.isReady) ready++;
     }
-    fill(
-      tally,
-      [...perPhase].map(([phase, n]) => h("span", { class: "tally-item", "data-phase": phase }, badge(phase), " ", String(n))),
-      h("span", { class: "tally-item", id: "ready-count", "data-ready": ready, "data-total": pods.length }, badge("Ready"), " ", String(ready), ` of ${pods.length}`),
-    );
-    const nodes = [...nodeList.items.values()].sort(byName);
-    fill(
-      nodesEl,
-      table(
-        [
-          ["Name", (n) => h("a", { href: routeTo("object", { r: "/v1/nodes", name: n.name }) }, n.name)],
-          ["Status", (n) => badge(n.status)],
-          ["Pods", (n) => String(perNode.get(n.name) || 0)],
-          ["Age", (n) => age(n.created)],
-        ],
-        nodes,
-      ),
-    );
-    pods.sort(byName);
-    const { shown, pager } = paged(pods, pageState, draw);
-    fill(
-      podsEl,
-      table(
-        [
-          ["Name", (p) => h("a", { href: routeTo("object", { r: "/v1/pods", ns: p.namespace, name: p.name }) }, p.name)],
-          ["Namespace", (p) => p.namespace],
-          ["Phase", (p) => badge(p.status)],
-          ["Ready", (p) => p.ready],
-          ["Restarts", (p) => String(p.restarts)],
-          ["Node", (p) => p.node],
-          ["Age", (p) => age(p.created)],
-        ],
-        shown,
-      ),
-      pager,
-    );
+    for (const [phase, text] of counts) {
+      const n = String(perPhase.get(phase));
+      if (text.data !== n) text.data = n;
+    }
+    readyText.data = `${ready} of ${all.length}`;
+    readyCount.dataset.ready = ready;
+    readyCount.dataset.total = all.length;
+    nodes.update([...nodeList.items.values()].sort(byName));
+    all.sort(byName);
+    pods.update(pager.slice(all));
   };
   const nodeList = new LiveList(api, "/api/v1/nodes", { summarize: summarizer("Node"), onChange: draw, onError }).start();
   const podsPath = ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/pods` : "/api/v1/pods";

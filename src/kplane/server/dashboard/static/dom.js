@@ -67,31 +67,3 @@ export function badge(text) {
   const cls = "badge badge-" + String(text || "unknown").toLowerCase().replace(/[^a-z]/g, "");
   return h("span", { class: cls }, text || "Unknown");
 }
-
-export const PAGE_SIZE = 200; // rows a table draws at once: DOM and layout stay small whatever the count
-
-/**
- * The rows of page `state.page` (clamped) and a pager to move between pages; `redraw` is called
- * after a move. `state` is the caller's {page}, kept across redraws.
- */
-export function paged(rows, state, redraw, size = PAGE_SIZE) {
-  const pages = Math.max(1, Math.ceil(rows.length / size));
-  state.page = Math.min(Math.max(0, state.page || 0), pages - 1);
-  const first = state.page * size;
-  const shown = rows.slice(first, first + size);
-  const move = (d) => () => {
-    state.page += d;
-    redraw();
-  };
-  const pager =
-    pages === 1
-      ? null
-      : h(
-          "div",
-          { class: "pager" },
-          h("button", { type: "button", class: "prev", onclick: move(-1), disabled: state.page === 0 }, "‹"),
-          ` ${first + 1}–${first + shown.length} of ${rows.length} `,
-          h("button", { type: "button", class: "next", onclick: move(1), disabled: state.page === pages - 1 }, "›"),
-        );
-  return { shown, pager };
-}

@@ -1,8 +1,9 @@
 // Events, newest first, live (core v1 Events, every namespace or one).
 
-import { badge, fill, h, paged, routeParams, routeTo, table } from "./dom.js";
+import { badge, fill, h, routeParams, routeTo } from "./dom.js";
 import { LiveList, age } from "./live.js";
 import { summarizer } from "./summary.js";
+import { LiveTable, Pager } from "./table.js";
 
 export function mount(view, { api }) {
   const { ns = "" } = routeParams();
@@ -12,29 +13,24 @@ export function mount(view, { api }) {
   nsInput.addEventListener("change", () => (location.hash = routeTo("events", { ns: nsInput.value.trim() })));
   fill(view, h("div", { class: "toolbar" }, "Namespace ", nsInput), error, rows);
   const path = ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/events` : "/api/v1/events";
-  const pageState = { page: 0 };
+  const table = new LiveTable([
+    ["Last seen", (e) => age(e.last)],
+    ["Type", (e) => e.status, badge],
+    ["Reason", (e) => e.reason],
+    ["Object", (e) => e.object],
+    ["Namespace", (e) => e.namespace],
+    ["Count", (e) => e.count],
+    ["Message", (e) => e.message],
+  ]);
+  const pager = new Pager(() => draw(list));
+  fill(rows, table.el, pager.el);
+  const draw = (l) => {
+    const events = [...l.items.values()].sort((a, b) => String(b.last).localeCompare(String(a.last)));
+    table.update(pager.slice(events));
+  };
   const list = new LiveList(api, path, {
     summarize: summarizer("Event"),
-    onChange: function draw(l) {
-      const events = [...l.items.values()].sort((a, b) => String(b.last).localeCompare(String(a.last)));
-      const { shown, pager } = paged(events, pageState, () => draw(l));
-      fill(
-        rows,
-        table(
-          [
-            ["Last seen", (e) => age(e.last)],
-            ["Type", (e) => badge(e.status)],
-            ["Reason", (e) => e.reason],
-            ["Object", (e) => e.object],
-            ["Namespace", (e) => e.namespace],
-            ["Count", (e) => String(e.count)],
-            ["Message", (e) => e.message],
-          ],
-          shown,
-        ),
-        pager,
-      );
-    },
+    onChange: draw,
     onError: (err) => (error.textContent = err.message),
   }).start();
   return () => list.stop();

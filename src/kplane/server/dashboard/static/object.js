@@ -3,10 +3,11 @@
 
 import { resourcePath } from "./api.js";
 import * as discovery from "./discovery.js";
-import { PAGE_SIZE, badge, fill, h, paged, routeParams, routeTo, table } from "./dom.js";
+import { badge, fill, h, routeParams, routeTo } from "./dom.js";
 import * as history from "./history.js";
 import { LiveList, age } from "./live.js";
 import { byName, summarizer } from "./summary.js";
+import { LiveTable, PAGE_SIZE, Pager } from "./table.js";
 import { toYAML } from "./yaml.js";
 
 export function mount(view, { api }) {
@@ -72,25 +73,21 @@ export function mount(view, { api }) {
 
   function watchEvents(res) {
     const base = ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/events` : "/api/v1/events";
+    const table = new LiveTable([
+      ["Last seen", (e) => age(e.last)],
+      ["Type", (e) => e.status, badge],
+      ["Reason", (e) => e.reason],
+      ["Message", (e) => e.message],
+    ]);
+    const none = h("p", { class: "muted" }, "No events.");
     const list = new LiveList(api, base, {
       query: { fieldSelector: `involvedObject.kind=${res.kind},involvedObject.name=${name}` },
       summarize: summarizer("Event"),
       onChange: (l) => {
         const rows = [...l.items.values()].sort((a, b) => String(b.last).localeCompare(String(a.last)));
-        fill(
-          events,
-          rows.length === 0
-            ? h("p", { class: "muted" }, "No events.")
-            : table(
-                [
-                  ["Last seen", (e) => age(e.last)],
-                  ["Type", (e) => badge(e.status)],
-                  ["Reason", (e) => e.reason],
-                  ["Message", (e) => e.message],
-                ],
-                rows.slice(0, PAGE_SIZE),
-              ),
-        );
+        const shown = rows.length === 0 ? none : table.el;
+        if (events.firstChild !== shown) fill(events, shown);
+        table.update(rows.slice(0, PAGE_SIZE));
       },
     }).start();
     lists.push(list);
@@ -98,7 +95,6 @@ export function mount(view, { api }) {
 
   let podSelector = null;
   let podList = null;
-  const podPage = { page: 0 };
   function watchPods(obj) {
     const labels = ((obj.spec || {}).selector || {}).matchLabels;
     if (!labels || !obj.metadata.namespace) {
@@ -111,28 +107,23 @@ export function mount(view, { api }) {
     if (selector === podSelector) return;
     podSelector = selector;
     if (podList) podList.stop();
+    const table = new LiveTable(
+      [
+        ["Name", (p) => p.name, (podName, p) => h("a", { href: routeTo("object", { r: "/v1/pods", ns: p.namespace, name: podName }) }, podName)],
+        ["Phase", (p) => p.status, badge],
+        ["Ready", (p) => (p.isReady ? "Ready" : "NotReady"), badge],
+        ["Node", (p) => p.node],
+        ["Age", (p) => age(p.created)],
+      ],
+      { rowAttrs: (p) => ({ "data-name": p.name, "data-ready": String(p.isReady), "data-phase": p.status }) },
+    );
+    const pager = new Pager(() => draw(list));
+    fill(pods, table.el, pager.el);
+    const draw = (l) => table.update(pager.slice([...l.items.values()].sort(byName)));
     const list = (podList = new LiveList(api, `/api/v1/namespaces/${encodeURIComponent(obj.metadata.namespace)}/pods`, {
       query: { labelSelector: selector },
       summarize: summarizer("Pod"),
-      onChange: function draw(l) {
-        const rows = [...l.items.values()].sort(byName);
-        const { shown, pager } = paged(rows, podPage, () => draw(l));
-        fill(
-          pods,
-          table(
-            [
-              ["Name", (p) => h("a", { href: routeTo("object", { r: "/v1/pods", ns: p.namespace, name: p.name }) }, p.name)],
-              ["Phase", (p) => badge(p.status)],
-              ["Ready", (p) => badge(p.isReady ? "Ready" : "NotReady")],
-              ["Node", (p) => p.node],
-              ["Age", (p) => age(p.created)],
-            ],
-            shown,
-            (p) => ({ "data-name": p.name, "data-ready": String(p.isReady), "data-phase": p.status }),
-          ),
-          pager,
-        );
-      },
+      onChange: draw,
     }).start());
     lists.push(list);
   }

@@ -2,9 +2,10 @@
 
 import { resourcePath } from "./api.js";
 import * as discovery from "./discovery.js";
-import { badge, fill, h, paged, routeParams, routeTo, table } from "./dom.js";
+import { badge, fill, h, routeParams, routeTo } from "./dom.js";
 import { LiveList, age } from "./live.js";
 import { byName, summarizer } from "./summary.js";
+import { LiveTable, Pager } from "./table.js";
 
 export function mount(view, { api }) {
   const params = routeParams();
@@ -49,21 +50,34 @@ export function mount(view, { api }) {
     })
     .catch((err) => (error.textContent = err.message));
 
-  const pageState = { page: 0 };
-  function render(list, res) {
+  let table = null; // made on the first draw, once the kind's columns are known
+  let withReady = false;
+  const pager = new Pager(() => render());
+  let shownList = null;
+  let shownRes = null;
+  function render(list = shownList, res = shownRes) {
+    shownList = list;
+    shownRes = res;
     error.textContent = "";
     const rows = [...list.items.values()].sort(byName);
     count.textContent = `${rows.length} ${res.resource}${list.truncated ? " (truncated)" : ""}`;
-    const columns = [
-      ["Name", (r) => h("a", { href: routeTo("object", { r: res.key, ns: r.namespace, name: r.name }) }, r.name)],
-      ...(res.namespaced ? [["Namespace", (r) => r.namespace]] : []),
-      ["Status", (r) => badge(r.status)],
-      ...(rows.some((r) => r.ready) ? [["Ready", (r) => r.ready || ""]] : []),
-      ["Age", (r) => age(r.created)],
-      ["Version", (r) => r.rv],
-    ];
-    const { shown, pager } = paged(rows, pageState, () => render(list, res));
-    fill(body, table(columns, shown, (r) => ({ "data-name": r.name, "data-status": r.status })), pager);
+    const ready = rows.some((r) => r.ready);
+    if (table === null || ready !== withReady) {
+      withReady = ready;
+      table = new LiveTable(
+        [
+          ["Name", (r) => r.name, (name, r) => h("a", { href: routeTo("object", { r: res.key, ns: r.namespace, name }) }, name)],
+          ...(res.namespaced ? [["Namespace", (r) => r.namespace]] : []),
+          ["Status", (r) => r.status, badge],
+          ...(ready ? [["Ready", (r) => r.ready || ""]] : []),
+          ["Age", (r) => age(r.created)],
+          ["Version", (r) => r.rv],
+        ],
+        { rowAttrs: (r) => ({ "data-name": r.name, "data-status": r.status }) },
+      );
+      fill(body, table.el, pager.el);
+    }
+    table.update(pager.slice(rows));
   }
 
   return () => lists.forEach((l) => l.stop());
