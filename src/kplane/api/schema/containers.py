@@ -9,8 +9,9 @@ defaulting (parents before children, defaults walked like input), the per-defini
 their correlated old values (object keys; ``list-type: map`` keys; other lists only when unchanged
 as a whole) so ``Ctx.fail`` can ratchet.
 
-Shaping nodes return new containers and never mutate their input; validate-only nodes
-(``object_checker``, arrays with ``shaping=False``) return the value itself, unchanged.
+Shaping nodes return new containers and never mutate their input. Validate-only nodes
+(``object_checker``, arrays with ``shaping=False``) only check: they modify nothing, and return the
+value itself (an array node, a new list of the same items).
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ def array_node(
     shaping: bool,
 ) -> Fn:
     """The node of an array whose items are ``item_fn`` (None: items unconstrained) and whose
-    ``list-type: map`` keys are ``keys``; ``shaping=False`` returns the list itself."""
+    ``list-type: map`` keys are ``keys``; with ``shaping=False`` unconstrained items are not copied."""
 
     def arr(v: Any, path: str, old: Any, ctx: checks.Ctx) -> Any:
         if type(v) is not list:
