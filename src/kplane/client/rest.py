@@ -8,8 +8,10 @@ client-go does on connection reset or EOF). A reply outside 2xx raises the typed
 ``kplane.api.errors`` built from the server's ``Status`` (or, when the body is not a Status, from
 the HTTP code with upstream's generic messages). ``Warning`` headers go to the warning handler.
 
-The client owns its session: create it inside an event loop, use ``async with``, or call
-``close()``. It is safe to share between tasks of one loop.
+The client owns its connections: create it inside an event loop, use ``async with``, or call
+``close()``. It is safe to share between tasks of one loop. Request/reply exchanges go through
+``kplane.client.http1`` (a lean keep-alive pool); streams, clients with a ``proxy_url`` and
+clients given a ``session_factory`` use an aiohttp session.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
+from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
 
@@ -25,7 +28,7 @@ from kplane._util import aiohttpimport
 from kplane._util import clock as clock_mod
 from kplane.api import errors
 from kplane.client import config as config_mod
-from kplane.client import transport
+from kplane.client import http1, transport
 
 if TYPE_CHECKING:
     import aiohttp
@@ -37,6 +40,9 @@ Query = Mapping[str, str | int | bool | Sequence[str]] | Sequence[tuple[str, str
 
 Body = bytes | str | Mapping[str, Any] | Sequence[Any] | None
 """A request body: raw bytes/text as given, anything else is encoded as JSON."""
+
+Reply: TypeAlias = "aiohttp.ClientResponse | http1.Response"
+"""A reply: aiohttp's for streams and custom sessions, the lean pool's otherwise."""
 
 _GENERIC_MESSAGES = {
     400: "the server rejected our request for an unknown reason",
@@ -97,7 +103,10 @@ class RESTClient:
         self._clock: clock_mod.Clock = _clock or config._clock
         self._limiter = transport.TokenBucket(config.qps, config.burst, clock=self._clock)
         self._base = config.host.rstrip("/")
+        self._host = self._base.split("://", 1)[-1]
         self._server_hostname = config.tls_server_name or None
+        self._pool: http1.Pool | None = None
+        self._lean = session_factory is None and not config.proxy_url
         self._timeout = aiohttp.ClientTimeout(total=config.timeout)
         self._can_refresh = bool(config.token_file or config.exec_provider is not None)
 
@@ -114,6 +123,9 @@ class RESTClient:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
 
     async def request(
         self,
@@ -163,6 +175,7 @@ class RESTClient:
         bound a watch with its ``timeoutSeconds`` parameter.
         """
         resp = await self._open(method, path, query, None, "", headers, stream=True)
+        assert isinstance(resp, aiohttp.ClientResponse)  # streams always go through aiohttp
         try:
             buffer = b""
             async for chunk in resp.content.iter_any():
@@ -189,6 +202,13 @@ class RESTClient:
                     self._session = await (factory() if factory else transport.new_session(self.config))
         return self._session
 
+    async def _pool_get(self) -> http1.Pool:
+        if self._pool is None:
+            async with self._session_lock:
+                if self._pool is None:
+                    self._pool = await _new_pool(self.config, self._server_hostname)
+        return self._pool
+
     async def _send(
         self,
         method: str,
@@ -203,7 +223,7 @@ class RESTClient:
             data = await resp.read()
         finally:
             resp.release()
-        return data, resp.headers.get("Content-Type", "")
+        return data, resp.headers.get("Content-Type") or ""
 
     async def _open(
         self,
@@ -215,11 +235,14 @@ class RESTClient:
         headers: Mapping[str, str] | None,
         *,
         stream: bool,
-    ) -> aiohttp.ClientResponse:
+    ) -> Reply:
         """Send until a final reply arrives; return it if 2xx, else raise the typed error."""
-        session = await self._session_get()
+        lean = self._lean and not stream
+        pool = await self._pool_get() if lean else None
+        session = None if lean else await self._session_get()
         url = self._base + path
         params = _encode_query(query) if query else None
+        target = _target(self._prefix(), path, params) if lean else ""
         data = _encode_body(body)
         retries = 0
         refreshed = False
@@ -232,15 +255,21 @@ class RESTClient:
             if headers:
                 hdrs.update(headers)
             try:
-                resp = await session.request(
-                    method,
-                    url,
-                    params=params,
-                    data=data,
-                    headers=hdrs,
-                    timeout=aiohttp.ClientTimeout(total=None) if stream else self._timeout,
-                    server_hostname=self._server_hostname,
-                )
+                resp: Reply
+                if pool is not None:
+                    async with asyncio.timeout(self.config.timeout):
+                        resp = await pool.request(method, target, hdrs, data)
+                else:
+                    assert session is not None
+                    resp = await session.request(
+                        method,
+                        url,
+                        params=params,
+                        data=data,
+                        headers=hdrs,
+                        timeout=aiohttp.ClientTimeout(total=None) if stream else self._timeout,
+                        server_hostname=self._server_hostname,
+                    )
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientConnectionResetError):
                 self._observe(method, "<error>", started)
                 # client-go re-sends only GETs after a reset or EOF: other verbs may have taken effect.
@@ -268,10 +297,13 @@ class RESTClient:
 
     def _observe(self, method: str, code: str, started: float) -> None:
         if self.observer is not None:
-            host = self._base.split("://", 1)[-1]
-            self.observer(method, host, code, self._clock.monotonic() - started)
+            self.observer(method, self._host, code, self._clock.monotonic() - started)
 
-    def _report_warnings(self, resp: aiohttp.ClientResponse) -> None:
+    def _prefix(self) -> str:
+        """The path of the configured host URL (a server behind a path prefix), without the slash."""
+        return urlsplit(self._base).path
+
+    def _report_warnings(self, resp: Reply) -> None:
         values = resp.headers.getall("Warning", [])
         if not values:
             return
@@ -293,6 +325,32 @@ def _encode_query(query: Query) -> list[tuple[str, str]]:
     return out
 
 
+async def _new_pool(config: config_mod.Config, server_hostname: str | None) -> http1.Pool:
+    parts = urlsplit(config.host)
+    tls = parts.scheme == "https"
+    ctx = config.ssl_context(client_cert=await config.client_cert()) if tls else None
+    return http1.Pool(
+        parts.hostname or "localhost",
+        parts.port or (443 if tls else 80),
+        ssl_context=ctx,
+        server_hostname=server_hostname or parts.hostname if tls else None,
+        default_headers=[("User-Agent", config.user_agent), ("Accept-Encoding", "gzip, deflate")],
+        limit=transport.POOL_LIMIT,
+    )
+
+
+def _target(prefix: str, path: str, params: list[tuple[str, str]] | None) -> str:
+    """The request target: ``path`` percent-encoded where it must be (its own ``?query`` kept as
+    given), then ``params`` encoded."""
+    path, sep, own = path.partition("?")
+    out = quote(prefix + path, safe="/%:@!$&'()*+,;=-._~")
+    if sep:
+        out += "?" + own
+    if params:
+        out += ("&" if sep else "?") + urlencode(params, quote_via=quote)
+    return out
+
+
 def _encode_body(body: Body) -> bytes | None:
     if body is None:
         return None
@@ -303,14 +361,14 @@ def _encode_body(body: Body) -> bytes | None:
     return orjson.dumps(body)
 
 
-async def _discard(resp: aiohttp.ClientResponse) -> None:
+async def _discard(resp: Reply) -> None:
     try:
         await resp.read()
     finally:
         resp.release()
 
 
-async def _error_from(resp: aiohttp.ClientResponse) -> errors.APIError:
+async def _error_from(resp: Reply) -> errors.APIError:
     """The typed error for a non-2xx reply: its ``Status`` body if it has one, else a generic one."""
     try:
         data = await resp.read()

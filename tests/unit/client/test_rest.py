@@ -248,6 +248,26 @@ async def test_user_agent_and_query_encoding(start: Start) -> None:
     assert got["query"] == [("watch", "true"), ("dryRun", "All"), ("dryRun", "Other")]
 
 
+async def test_path_prefix_and_selector_characters_survive_encoding(start: Start) -> None:
+    """A host URL's path prefix is kept; a selector's spaces, commas, parentheses and ``!`` arrive
+    as sent, after a path that carries a query of its own."""
+    got: dict[str, object] = {}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        got["path"] = request.path
+        got["query"] = list(request.query.items())
+        return web.json_response({"kind": "PodList"})
+
+    host = await start(handler)
+    async with rest.RESTClient(Config(host=host + "/prefix/", qps=0)) as rc:
+        out = await rc.request(
+            "GET", "/api/v1/pods?watch=false", query={"labelSelector": "app in (a,b),tier!=x y", "limit": 5}
+        )
+    assert out == {"kind": "PodList"}
+    assert got["path"] == "/prefix/api/v1/pods"
+    assert got["query"] == [("watch", "false"), ("labelSelector", "app in (a,b),tier!=x y"), ("limit", "5")]
+
+
 def test_parse_warnings_skips_malformed() -> None:
     """Malformed Warning entries are dropped; well-formed ones with a date are kept."""
     values = ['299 - "ok" "Mon, 01 Jan 2026 00:00:00 GMT"', "garbage", '199 agent "x"']
