@@ -256,7 +256,9 @@ class RESTClient:
                 hdrs.update(headers)
             try:
                 resp: Reply
-                if pool is not None:
+                if pool is not None and self.config.timeout is None:
+                    resp = await pool.request(method, target, hdrs, data)
+                elif pool is not None:
                     async with asyncio.timeout(self.config.timeout):
                         resp = await pool.request(method, target, hdrs, data)
                 else:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import uuid
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -161,7 +161,7 @@ class Controller:
     async def reconcile_handler(self, req: reconcile.Request) -> None:
         """One pass for ``req``: call the reconciler, then apply the requeue policy to its outcome.
         With a tracer, the pass is traced (``tracing``) and its logger carries the ``traceID``."""
-        reconcile_id = str(uuid.uuid4())
+        reconcile_id = new_reconcile_id()
         trace = self.tracer.begin(self.name, req, reconcile_id) if self.tracer is not None else None
         fields = {
             "controller": self.name,
@@ -180,7 +180,10 @@ class Controller:
         outcome: reconcile.Result | BaseException
         try:
             timeout = self.options.reconciliation_timeout
-            async with asyncio.timeout(timeout if timeout > 0 else None):
+            if timeout > 0:
+                async with asyncio.timeout(timeout):
+                    outcome = await self._reconcile(req) or reconcile.Result()
+            else:  # no timer to arm and cancel on every pass
                 outcome = await self._reconcile(req) or reconcile.Result()
         except TimeoutError as err:
             m.timeouts.inc()
@@ -241,6 +244,15 @@ class Controller:
     def _note(self, req: reconcile.Request, kind: str, after: float = 0.0) -> None:
         if self.tracer is not None:
             self.tracer.note(self.name, req, tracing.Trigger(kind, self.tracer.now(), after=after))
+
+
+def new_reconcile_id() -> str:
+    """A random version-4 UUID in its text form (what ``str(uuid.uuid4())`` gives, from the
+    process's PRNG instead of the OS's: an identifier for logs and traces, not a secret; a third
+    of the cost on the per-reconcile path)."""
+    n = (random.getrandbits(128) & ~(0xF000 << 64) & ~(0xC000 << 48)) | (0x4000 << 64) | (0x8000 << 48)
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _is_terminal(err: BaseException) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 
 import pytest
 
@@ -174,3 +175,13 @@ async def test_reconcile_logs_carry_request_and_reconcile_id(caplog: pytest.LogC
     line = log_mod.JSONFormatter().format(failed)
     assert '"reconcileID"' in line and '"name":"a"' in line and '"error":"Traceback' in line
     ctl.queue.shutdown()
+
+
+def test_reconcile_ids_are_distinct_version_4_uuids() -> None:
+    """Reconcile ids read as controller-runtime's: RFC 4122 version-4 UUIDs, never repeated."""
+    ids = [controller_mod.new_reconcile_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids[:200]:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
