@@ -1,8 +1,9 @@
 """A small etcd v3 gRPC client: unary calls with failover across endpoints, and watch streams.
 
-Requests and responses are the hand-coded messages of ``wire``; gRPC carries them as raw bytes
-(``grpc.aio`` generic calls, no generated stubs). Every call has a deadline (``timeout``): a call
-never waits longer, whatever etcd does.
+Requests and responses are the hand-coded messages of ``wire``; ``http2`` carries them as gRPC
+messages over one HTTP/2 connection per endpoint, on the event loop (no generated stubs, no
+gRPC runtime). Every call has a deadline (``timeout``): a call never waits longer, whatever etcd
+does.
 
 Failover: the client talks to one endpoint at a time. When a call fails because that endpoint is
 unreachable (gRPC ``UNAVAILABLE`` without an etcd server error, or etcd's ``no leader``: the
@@ -20,20 +21,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
+import ssl
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-# gRPC's C core logs every failed TLS handshake or connection attempt to stderr; kplane reports
-# its own errors (set GRPC_VERBOSITY to see gRPC's).
-os.environ.setdefault("GRPC_VERBOSITY", "NONE")
-
-import grpc
-import grpc.aio
 
 from kplane.server.storage import interface
+from kplane.server.storage.etcd import http2
 
 _log = logging.getLogger(__name__)
 
@@ -42,17 +36,10 @@ FUTURE = "etcdserver: mvcc: required revision is a future revision"
 NO_SPACE = "etcdserver: mvcc: database space exceeded"
 NO_LEADER = "etcdserver: no leader"
 
-_IDENTITY: Any = None  # grpc's "no serializer": requests and responses are bytes
-_OPTIONS = [
-    ("grpc.keepalive_time_ms", 10_000),
-    ("grpc.keepalive_timeout_ms", 5_000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    # One response at most: a page of objects (etcd refuses values over 1.5 MiB by default).
-    ("grpc.max_receive_message_length", 256 * 1024 * 1024),
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1_000),
-]
+# One response at most: a page of objects (etcd refuses values over 1.5 MiB by default).
+MAX_MESSAGE = 256 * 1024 * 1024
 _RETRY_PAUSE = 0.05  # seconds between two rounds over every endpoint
+RpcError = http2.RpcError
 
 
 Timeout = interface.Timeout
@@ -68,15 +55,14 @@ class TLSFiles:
     certfile: Path | None = None
     keyfile: Path | None = None
 
-    def credentials(self) -> grpc.ChannelCredentials:
-        def read(p: Path | None) -> bytes | None:
-            return p.read_bytes() if p is not None else None
-
-        return grpc.ssl_channel_credentials(
-            root_certificates=read(self.cafile),
-            private_key=read(self.keyfile),
-            certificate_chain=read(self.certfile),
-        )
+    def context(self) -> ssl.SSLContext:
+        """A client TLS context: etcd's certificate checked against ``cafile`` (else the system's
+        CAs) and the endpoint's host name or address; HTTP/2 offered by ALPN."""
+        ctx = ssl.create_default_context(cafile=str(self.cafile) if self.cafile is not None else None)
+        if self.certfile is not None:
+            ctx.load_cert_chain(self.certfile, self.keyfile)
+        ctx.set_alpn_protocols(["h2"])
+        return ctx
 
 
 def parse_endpoints(spec: str) -> list[str]:
@@ -105,9 +91,9 @@ class EtcdClient:
             raise ValueError("at least one etcd endpoint is required")
         self.endpoints = list(endpoints)
         self.timeout = timeout
-        self._credentials = tls.credentials() if tls is not None else None
-        self._channels: dict[str, grpc.aio.Channel] = {}
-        self._stubs: dict[tuple[str, str], Any] = {}  # (endpoint, method) → unary multicallable
+        self._ssl = tls.context() if tls is not None else None
+        self._conns: dict[str, http2.Connection] = {}
+        self._connecting: dict[str, asyncio.Future[http2.Connection]] = {}
         self._current = 0
         self._closed = False
         self.last_error = ""
@@ -118,16 +104,31 @@ class EtcdClient:
         """The endpoint calls go to now."""
         return self.endpoints[self._current]
 
-    def channel(self, endpoint: str | None = None) -> grpc.aio.Channel:
-        endpoint = endpoint or self.endpoint
-        ch = self._channels.get(endpoint)
-        if ch is None:
-            if self._credentials is not None:
-                ch = grpc.aio.secure_channel(endpoint, self._credentials, options=_OPTIONS)
-            else:
-                ch = grpc.aio.insecure_channel(endpoint, options=_OPTIONS)
-            self._channels[endpoint] = ch
-        return ch
+    async def connection(self, endpoint: str, timeout: float) -> http2.Connection:  # noqa: ASYNC109
+        """The open connection to ``endpoint``, made if needed (one attempt shared by concurrent
+        callers; ``RpcError(UNAVAILABLE)`` if it fails)."""
+        conn = self._conns.get(endpoint)
+        if conn is not None and conn.usable:
+            return conn
+        pending = self._connecting.get(endpoint)
+        if pending is None:
+            if conn is not None and not conn.draining:
+                conn.close()
+            pending = self._connecting[endpoint] = asyncio.ensure_future(
+                http2.connect(endpoint, ssl_context=self._ssl, timeout=timeout, max_message=MAX_MESSAGE)
+            )
+            pending.add_done_callback(lambda f: self._connected(endpoint, f))
+        return await asyncio.shield(pending)
+
+    def _connected(self, endpoint: str, fut: asyncio.Future[http2.Connection]) -> None:
+        self._connecting.pop(endpoint, None)
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        conn = fut.result()
+        if self._closed:
+            conn.close()
+        else:
+            self._conns[endpoint] = conn
 
     def fail_over(self, failed: str) -> None:
         """Move to the next endpoint if ``failed`` is still the current one."""
@@ -148,65 +149,56 @@ class EtcdClient:
         if self._closed:
             raise interface.StorageError("storage is closed")
         deadline = time.monotonic() + (timeout or self.timeout)
+        path = "/etcdserverpb." + method
         tried = 0
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise Timeout()
             endpoint = self.endpoint
-            stub = self._stubs.get((endpoint, method))
-            if stub is None:
-                stub = self._stubs[endpoint, method] = self.channel(endpoint).unary_unary(
-                    f"/etcdserverpb.{method}", request_serializer=_IDENTITY, response_deserializer=_IDENTITY
-                )
             try:
-                response: bytes = await stub(request, timeout=left, wait_for_ready=False)
-                return response
-            except grpc.aio.AioRpcError as e:
+                conn = self._conns.get(endpoint)
+                if conn is None or not conn.usable:
+                    conn = await self.connection(endpoint, left)
+                return await conn.unary(path, request, left)
+            except http2.RpcError as e:
                 error = _translate(e)
                 if error is not None:
                     raise error from None
-                details = e.details() or ""
-                self.last_error = f"{endpoint}: {details or e.code().name}"
-                retry = e.code() == grpc.StatusCode.UNAVAILABLE and (
+                details = e.details
+                self.last_error = f"{endpoint}: {details or http2.CODE_NAMES.get(e.code, str(e.code))}"
+                retry = e.code == http2.UNAVAILABLE and (
                     not details.startswith("etcdserver:") or details == NO_LEADER or not write
                 )
-                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                if e.code == http2.DEADLINE_EXCEEDED:
                     raise Timeout() from None
                 if not retry:
-                    raise Unavailable(details or e.code().name) from None
+                    raise Unavailable(details or http2.CODE_NAMES.get(e.code, str(e.code))) from None
                 self.fail_over(endpoint)
                 tried += 1
                 if tried % len(self.endpoints) == 0:
                     await asyncio.sleep(min(_RETRY_PAUSE, max(0.0, deadline - time.monotonic())))
 
-    def stream(self, method: str, *, metadata: Sequence[tuple[str, str]] = ()) -> Any:
-        """A bidirectional stream call on the current endpoint (``write``/``read`` bytes)."""
+    async def stream(self, method: str, *, metadata: Sequence[tuple[str, str]] = ()) -> http2.Stream:
+        """A bidirectional stream on the current endpoint (``write``/``read`` bytes; ``read``
+        returns None at the end). ``RpcError`` if the endpoint cannot be reached."""
         if self._closed:
             raise interface.StorageError("storage is closed")
-        return self.channel().stream_stream(
-            f"/etcdserverpb.{method}", request_serializer=_IDENTITY, response_deserializer=_IDENTITY
-        )(metadata=tuple(metadata))
-
-    def unary_stream(self, method: str, request: bytes, *, timeout: float) -> Any:
-        """A server-streaming call on the current endpoint (iterate it for bytes)."""
-        if self._closed:
-            raise interface.StorageError("storage is closed")
-        return self.channel().unary_stream(
-            f"/etcdserverpb.{method}", request_serializer=_IDENTITY, response_deserializer=_IDENTITY
-        )(request, timeout=timeout)
+        conn = await self.connection(self.endpoint, self.timeout)
+        return await conn.open("/etcdserverpb." + method, timeout=None, metadata=metadata)
 
     async def close(self) -> None:
         self._closed = True
-        channels, self._channels = self._channels, {}
-        self._stubs.clear()
-        for ch in channels.values():
-            await ch.close()
+        conns, self._conns = self._conns, {}
+        for pending in list(self._connecting.values()):
+            pending.cancel()
+        for conn in conns.values():
+            conn.close()
 
 
-def _translate(e: grpc.aio.AioRpcError) -> interface.StorageError | None:
+def _translate(e: http2.RpcError) -> interface.StorageError | None:
     """The storage error for etcd's revision and space errors, else None."""
-    details = e.details() or ""
+    details = e.details
     if details == COMPACTED:
         return interface.Expired(0, 0)
     if details == FUTURE:

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import TYPE_CHECKING, Any
-
-import grpc.aio
+from typing import TYPE_CHECKING
 
 from kplane.server.storage import interface
-from kplane.server.storage.etcd import wire
+from kplane.server.storage.etcd import http2, wire
 
 if TYPE_CHECKING:
     from kplane.server.storage.etcd.backend import EtcdStorage
@@ -81,7 +79,7 @@ class EtcdHistory:
         start = 1
         async with asyncio.timeout(store.client.timeout):
             while True:
-                call = store.client.stream("Watch/Watch")
+                call = await store.client.stream("Watch/Watch")
                 try:
                     events, compacted = await self._read(call, key, end, start, target)
                 finally:
@@ -92,17 +90,17 @@ class EtcdHistory:
                 start = compacted  # the oldest revision etcd still has
 
     async def _read(
-        self, call: Any, key: bytes, end: bytes, start: int, target: int
+        self, call: http2.Stream, key: bytes, end: bytes, start: int, target: int
     ) -> tuple[list[wire.WatchEvent], int]:
         """``(events, 0)``, or ``([], compact revision)`` when ``start`` was compacted."""
         await call.write(wire.watch_create_request(key, end, start, progress_notify=False))
         events: list[wire.WatchEvent] = []
         while True:
             try:
-                raw: Any = await (call.read() if self._ordered else asyncio.wait_for(call.read(), _QUIET))
+                raw = await (call.read() if self._ordered else asyncio.wait_for(call.read(), _QUIET))
             except TimeoutError:
                 return events, 0  # quiet: a pre-3.4.24 etcd sent its history
-            if raw is grpc.aio.EOF:
+            if raw is None:
                 raise interface.Unavailable("etcd ended the watch stream")
             response = wire.watch_response(raw)
             if response.compact_revision:

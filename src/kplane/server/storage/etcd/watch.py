@@ -23,12 +23,10 @@ import asyncio
 import collections
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-import grpc.aio
+from typing import TYPE_CHECKING
 
 from kplane.server.storage import interface
-from kplane.server.storage.etcd import wire
+from kplane.server.storage.etcd import http2, wire
 
 if TYPE_CHECKING:
     from kplane.server.storage.etcd.backend import EtcdStorage
@@ -55,7 +53,7 @@ class EtcdWatch:
         self._on_terminate: list[Callable[[interface.StorageError], None]] = []
         self._on_progress: Callable[[int], None] | None = None
         self._sink: Callable[[interface.Event], None] | None = None
-        self._call: Any = None
+        self._call: http2.Stream | None = None
         self._sends: set[asyncio.Future[None]] = set()
         self._written = after  # the newest write of this process under the prefix (``note_write``)
         self._delivery_waiters: list[tuple[int, asyncio.Future[None]]] = []
@@ -168,10 +166,10 @@ class EtcdWatch:
         self._storage.forget(self)
         self._wake()
 
-    async def _send(self, call: Any, request: bytes) -> None:
+    async def _send(self, call: http2.Stream, request: bytes) -> None:
         try:
             await call.write(request)
-        except (grpc.aio.AioRpcError, asyncio.InvalidStateError, RuntimeError):
+        except http2.RpcError:
             pass  # the reader sees the broken stream and reconnects
 
     def _fail(self, error: interface.StorageError) -> None:
@@ -205,21 +203,21 @@ class EtcdWatch:
         pause = 0.05
         while not self._done:
             endpoint = client.endpoint
-            call: Any = None
+            call: http2.Stream | None = None
             try:
-                call = client.stream("Watch/Watch", metadata=_REQUIRE_LEADER)
+                call = await client.stream("Watch/Watch", metadata=_REQUIRE_LEADER)
                 await call.write(wire.watch_create_request(key, end, self._next))
                 self._call = call
                 while True:
                     raw = await call.read()
-                    if raw is grpc.aio.EOF:
+                    if raw is None:
                         raise ConnectionError("watch stream ended")
                     if self._consume(wire.watch_response(raw)):
                         return
                     pause = 0.05
             except asyncio.CancelledError:
                 raise
-            except (grpc.aio.AioRpcError, ConnectionError, interface.StorageError, wire.DecodeError) as e:
+            except (http2.RpcError, ConnectionError, interface.StorageError, wire.DecodeError) as e:
                 if self._done:
                     return
                 _log.info("etcd watch on %s broke (%s); resuming at %d", endpoint, _why(e), self._next)
@@ -286,6 +284,4 @@ class EtcdWatch:
 
 
 def _why(e: BaseException) -> str:
-    if isinstance(e, grpc.aio.AioRpcError):
-        return f"{e.code().name}: {e.details()}"
     return str(e) or type(e).__name__
