@@ -195,6 +195,46 @@ async def delete_namespace(http: aiohttp.ClientSession, server: str, name: str) 
     await request(http, "DELETE", f"{server}/api/v1/namespaces/{name}", ok=(200, 202, 404, 409))
 
 
+async def namespace_gone(http: aiohttp.ClientSession, server: str, name: str, limit: float) -> float | None:
+    """Wait (polling every 0.25 s, at most ``limit`` seconds) until namespace ``name`` no longer
+    exists; the seconds waited, or None if it was still there."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        try:
+            await request(http, "GET", f"{server}/api/v1/namespaces/{name}")
+        except HTTPError as err:
+            if err.status == 404:
+                return time.monotonic() - start
+            raise
+        await asyncio.sleep(0.25)
+    return None
+
+
+def parse_pids(specs: list[str]) -> dict[str, int]:
+    """``NAME=PID`` arguments (``--cpu-pid server=123``) as a dict; raises ``ValueError``."""
+    pids = {}
+    for spec in specs:
+        name, sep, pid = spec.partition("=")
+        if not sep or not name or not pid.isdigit():
+            raise ValueError(f"expected NAME=PID, got {spec!r}")
+        pids[name] = int(pid)
+    return pids
+
+
+class CPUMeter:
+    """CPU seconds that named processes (``parse_pids``) spend between ``start`` and ``stop``."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self._at: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._at = {name: process_cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def stop(self) -> dict[str, float]:
+        return {name: process_cpu_seconds(pid) - self._at[name] for name, pid in self.pids.items()}
+
+
 def quantiles_ms(samples_s: list[float]) -> dict[str, float]:
     """Median, p99 and max of durations in seconds, as milliseconds rounded to 3 decimals."""
     if not samples_s:

@@ -2,8 +2,11 @@
 
     python benchmarks/deployment_rollout.py --kubeconfig PATH [--replicas 1000]
         [--deployments 100 --per 10] [--until ready|created] [--timeout 300]
+        [--cpu-pid server=PID --cpu-pid controllers=PID]
 
-Two phases, each in a fresh namespace (deleted afterwards unless ``--keep``):
+Two phases, each in a fresh namespace (deleted afterwards unless ``--keep``; the next phase starts
+once it is gone, so a phase never pays for the previous one's cleanup, which is reported apart as
+``cleanup_s``):
 
 * ``single``: one Deployment of ``--replicas`` replicas, from its POST to all its pods created and
   (``--until ready``) all Ready;
@@ -14,8 +17,10 @@ Pods are counted from one watch on the namespace opened before the first POST, s
 what a client sees: ``created_s`` (the last pod's ADDED event), ``ready_s`` (the last pod's
 condition Ready True), and the rates ``pods / seconds``. Pods only become Ready where something
 runs them (kube-controller-manager, a scheduler and kubelets, or kplane serve's simulated nodes);
-with ``--until created`` the run stops once every pod exists. Works against any conformant server;
-``kplane serve`` needs ``--nodes 10`` or more for 1,000 Ready pods (each node takes 110 pods).
+with ``--until created`` the run stops once every pod exists. ``--cpu-pid NAME=PID`` (repeatable)
+adds the CPU milliseconds each named process spent per pod (``cpu_ms_per_pod``, from the first
+POST to the last pod counted). Works against any conformant server; ``kplane serve`` needs
+``--nodes 10`` or more for 1,000 Ready pods (each node takes 110 pods).
 """
 
 from __future__ import annotations
@@ -91,7 +96,12 @@ async def watch(http: aiohttp.ClientSession, server: str, ns: str, counter: PodC
 
 
 async def phase(
-    target: _client.Target, sizes: list[int], until: str, limit: float, keep: bool
+    target: _client.Target,
+    sizes: list[int],
+    until: str,
+    limit: float,
+    keep: bool,
+    cpu: _client.CPUMeter,
 ) -> dict[str, Any]:
     ns = f"rollout-{uuid.uuid4().hex[:6]}"
     total = sum(sizes)
@@ -102,6 +112,7 @@ async def phase(
         await asyncio.sleep(0.2)  # the watch is open before the clock starts
         url = f"{target.server}/apis/apps/v1/namespaces/{ns}/deployments"
         queue = list(enumerate(sizes))
+        cpu.start()
         start = time.monotonic()
 
         async def post() -> None:
@@ -122,19 +133,26 @@ async def phase(
                     out.update(ready_s=round(ready_s, 3), ready_pods_per_s=round(total / ready_s, 1))
         except TimeoutError:
             out.update(timed_out=True, seen_created=len(counter.created), seen_ready=len(counter.ready))
+        spent = cpu.stop()
+        if spent:
+            out["cpu_ms_per_pod"] = {name: round(s / total * 1000, 2) for name, s in spent.items()}
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError):
             await watcher
         if not keep:
             await _client.delete_namespace(http, target.server, ns)
+            waited = await _client.namespace_gone(http, target.server, ns, limit)
+            out["cleanup_s"] = round(waited, 2) if waited is not None else None
     return out
 
 
 async def main(args: argparse.Namespace) -> None:
     target = _client.load_kubeconfig(args.kubeconfig, context=args.context)
+    cpu = _client.CPUMeter(_client.parse_pids(args.cpu_pid))
+    many = [args.per] * args.deployments
     result = {
-        "single": await phase(target, [args.replicas], args.until, args.timeout, args.keep),
-        "many": await phase(target, [args.per] * args.deployments, args.until, args.timeout, args.keep),
+        "single": await phase(target, [args.replicas], args.until, args.timeout, args.keep, cpu),
+        "many": await phase(target, many, args.until, args.timeout, args.keep, cpu),
         "until": args.until,
     }
     print(json.dumps(result), flush=True)
@@ -151,7 +169,12 @@ if __name__ == "__main__":
     parser.add_argument("--until", choices=("ready", "created"), default="ready")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--cpu-pid", action="append", default=[], metavar="NAME=PID")
     args = parser.parse_args()
     if args.replicas < 1 or args.deployments < 1 or args.per < 1:
         sys.exit("--replicas, --deployments and --per must be positive")
+    try:
+        _client.parse_pids(args.cpu_pid)
+    except ValueError as err:
+        parser.error(str(err))
     _client.run(main(args))

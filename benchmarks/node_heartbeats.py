@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import datetime
 import json
-import os
 import pathlib
 import re
 import shutil
@@ -35,12 +34,6 @@ import aiohttp
 
 SERVING = re.compile(rb"serving (https://\S+)")
 RENEW = 10.0
-
-
-def _proc_cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _ready_nodes(http: aiohttp.ClientSession, server: str) -> int:
@@ -102,9 +95,9 @@ async def _measure(target: _client.Target, pid: int, window: float, nodes: int, 
         stop = asyncio.Event()
         player = asyncio.create_task(_play_kubelets(http, target.server, nodes, stop)) if play else None
         await asyncio.sleep(RENEW)  # one full renewal period before measuring
-        cpu0, t0 = _proc_cpu_s(pid), time.monotonic()
+        cpu0, t0 = _client.process_cpu_seconds(pid), time.monotonic()
         writes = await _count_lease_writes(http, target.server, window)
-        cpu1, t1 = _proc_cpu_s(pid), time.monotonic()
+        cpu1, t1 = _client.process_cpu_seconds(pid), time.monotonic()
         stop.set()
         if player is not None:
             await player

@@ -15,19 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import ssl
 import time
 import urllib.parse
 
 import _client
-
-
-def _proc_cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _one(host: str, port: int, ctx: ssl.SSLContext, request: bytes) -> int:
@@ -62,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     ).encode()
     for _ in range(10):  # warm-up: first-use imports and caches on either side
         _one(host, port, target.ssl_context, request)
-    cpu0 = _proc_cpu_s(args.server_pid) if args.server_pid else 0.0
+    cpu0 = _client.process_cpu_seconds(args.server_pid) if args.server_pid else 0.0
     latencies: list[float] = []
     codes: dict[int, int] = {}
     start = time.perf_counter()
@@ -81,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         "codes": {str(k): v for k, v in sorted(codes.items())},
     }
     if args.server_pid:
-        out["server_cpu_us_per_connection"] = round((_proc_cpu_s(args.server_pid) - cpu0) / args.count * 1e6)
+        out["server_cpu_us_per_connection"] = round(
+            (_client.process_cpu_seconds(args.server_pid) - cpu0) / args.count * 1e6
+        )
     print(json.dumps(out))
     return 0
 

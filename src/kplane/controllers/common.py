@@ -121,5 +121,20 @@ def parse_time(value: Any) -> datetime.datetime | None:
         return None
 
 
+NODE_NAME_INDEX = "spec.nodeName"
+"""The pod informer's index of pods by the node they are bound to (``index_by_node``)."""
+
+
+def _node_name(pod: Any) -> list[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [node] if node else []
+
+
+def index_by_node(pods: Any) -> None:
+    """Give the shared pod informer ``pods`` the ``NODE_NAME_INDEX`` index, unless it has it."""
+    if NODE_NAME_INDEX not in pods.store.indexers():
+        pods.add_indexers({NODE_NAME_INDEX: _node_name})
+
+
 def is_terminal(pod: Object) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")

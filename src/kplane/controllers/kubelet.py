@@ -60,10 +60,12 @@ class _Instance:
 @dataclasses.dataclass
 class _PodRun:
     uid: str
+    node: str
     start: str
     ip: str
     containers: dict[str, _Instance]
     killed_at: datetime.datetime | None = None
+    logs: bool = False  # whether a log file may exist (removed with the pod)
 
 
 def _hex(seed: str) -> str:
@@ -113,6 +115,7 @@ class Kubelet:
         self.log_dir = log_dir
         self._runs: dict[str, _PodRun] = {}
         self._ips: dict[str, set[str]] = {}
+        self._next_ip: dict[str, int] = {}
         self._recorders: dict[str, events.EventRecorder] = {}
         self._pods: Any = None
 
@@ -168,12 +171,20 @@ class Kubelet:
     # Starting.
 
     def _allocate_ip(self, node: str) -> str:
-        network = ipaddress.ip_network(nodes.pod_cidr(self.node_index[node]))
+        """The next free address of the node's pod CIDR after the last one given out, wrapping
+        around (CNI host-local IPAM's order); the first host address is the node's gateway."""
+        network = ipaddress.IPv4Network(nodes.pod_cidr(self.node_index[node]))
         used = self._ips.setdefault(node, set())
-        for host in list(network.hosts())[1:]:
-            if str(host) not in used:
-                used.add(str(host))
-                return str(host)
+        first = int(network.network_address) + 2
+        size = int(network.broadcast_address) - first
+        start = self._next_ip.get(node, 0)
+        for step in range(size):
+            offset = (start + step) % size
+            host = str(ipaddress.IPv4Address(first + offset))
+            if host not in used:
+                used.add(host)
+                self._next_ip[node] = offset + 1
+                return host
         return str(network.network_address + 1)  # the CIDR is full: share the gateway's address
 
     def _adopt(self, pod: common.Object, node: str) -> _PodRun:
@@ -187,6 +198,8 @@ class Kubelet:
         known = {cs.get("name"): cs for cs in status.get("containerStatuses") or []}
         containers: dict[str, _Instance] = {}
         now = self.clock.now()
+        # a pod already running when this kubelet started may have logs from the previous one
+        logs = bool(known)
         for c in pod["spec"].get("containers") or []:
             inst = _Instance(c["name"])
             cs = known.get(c["name"])
@@ -196,14 +209,17 @@ class Kubelet:
                 inst.started = common.parse_time(running.get("startedAt")) or now
                 inst.last = (cs.get("lastState") or {}).get("terminated")
             else:
-                self._start(pod, node, inst, now, first=True)
+                logs |= self._start(pod, node, inst, now, first=True)
             containers[c["name"]] = inst
-        return _PodRun(pod["metadata"].get("uid", ""), status.get("startTime") or _time(now), ip, containers)
+        uid = pod["metadata"].get("uid", "")
+        return _PodRun(uid, node, status.get("startTime") or _time(now), ip, containers, logs=logs)
 
     def _start(
         self, pod: common.Object, node: str, inst: _Instance, now: datetime.datetime, first: bool
-    ) -> None:
-        """Start a new instance of ``inst``'s container: its output goes to its log file."""
+    ) -> bool:
+        """Start a new instance of ``inst``'s container: its output goes to its log file, which is
+        written only when there is output (``pods/log`` reads a missing file as an empty log).
+        Whether a log file was written."""
         inst.started, inst.ended, inst.waiting_until = now, None, None
         image = next((c.get("image", "") for c in pod["spec"]["containers"] if c["name"] == inst.name), "")
         ref = {"kind": "Pod", **_ref(pod), "fieldPath": f"spec.containers{{{inst.name}}}"}
@@ -213,23 +229,25 @@ class Kubelet:
         rec.event(ref, "Normal", "Created", f"Created container {inst.name}")
         rec.event(ref, "Normal", "Started", f"Started container {inst.name}")
         output = ((pod.get("metadata") or {}).get("annotations") or {}).get(common.OUTPUT)
-        if self.log_dir is not None:
-            meta = pod["metadata"]
-            path = podlogs.instance_path(
-                self.log_dir, meta["namespace"], meta["name"], meta.get("uid", ""), inst.name, inst.restarts
-            )
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with path.open("ab") as f:
-                    for line in (output or "").splitlines():
-                        f.write(podlogs.encode_line(now, line))
-                # Only this instance and the previous one are kept (what `logs` and `logs --previous`
-                # read), as the kubelet garbage-collects older dead containers: a crash loop must not
-                # fill the disk one file per restart.
-                if inst.restarts >= 2:
-                    path.with_name(f"{inst.restarts - 2}.log").unlink(missing_ok=True)
-            except OSError:
-                pass
+        if self.log_dir is None or not output:
+            return False
+        meta = pod["metadata"]
+        path = podlogs.instance_path(
+            self.log_dir, meta["namespace"], meta["name"], meta.get("uid", ""), inst.name, inst.restarts
+        )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("ab") as f:
+                for line in output.splitlines():
+                    f.write(podlogs.encode_line(now, line))
+            # Only this instance and the previous one are kept (what `logs` and `logs --previous`
+            # read), as the kubelet garbage-collects older dead containers: a crash loop must not
+            # fill the disk one file per restart.
+            if inst.restarts >= 2:
+                path.with_name(f"{inst.restarts - 2}.log").unlink(missing_ok=True)
+        except OSError:
+            pass
+        return True
 
     # Running.
 
@@ -247,7 +265,7 @@ class Kubelet:
                         wakes.append(inst.waiting_until)
                         break
                     inst.restarts += 1
-                    self._start(pod, node, inst, inst.waiting_until, first=False)
+                    run.logs |= self._start(pod, node, inst, inst.waiting_until, first=False)
                     continue
                 if inst.ended is not None or inst.started is None or run_seconds is None:
                     break
@@ -273,7 +291,7 @@ class Kubelet:
                 inst.backoff = min(BACKOFF_MAX, inst.backoff * 2) if inst.backoff else BACKOFF_START
                 if inst.waiting_until <= exit_at:
                     inst.restarts += 1
-                    self._start(pod, node, inst, exit_at, first=False)
+                    run.logs |= self._start(pod, node, inst, exit_at, first=False)
                     continue
         return min(wakes) if wakes else None
 
@@ -344,12 +362,9 @@ class Kubelet:
             value = "True" if ok else "False"
             prior = before.get(kind)
             since = prior["lastTransitionTime"] if prior and prior.get("status") == value else _time(now)
-            c: common.Object = {
-                "type": kind,
-                "status": value,
-                "lastProbeTime": None,
-                "lastTransitionTime": since,
-            }
+            # No ``lastProbeTime: null``: in a merge patch null removes the field, so the stored
+            # condition has none, and what is compared below must be what is stored.
+            c: common.Object = {"type": kind, "status": value, "lastTransitionTime": since}
             if reason:
                 c.update(reason=reason, message=message)
             return c
@@ -418,9 +433,8 @@ class Kubelet:
         run = self._runs.pop(key, None)
         if run is None:
             return
-        for used in self._ips.values():
-            used.discard(run.ip)
-        if self.log_dir is not None:
+        self._ips.get(run.node, set()).discard(run.ip)
+        if self.log_dir is not None and run.logs:
             namespace, name = key.split("/", 1)
             shutil.rmtree(podlogs.pod_dir(self.log_dir, namespace, name, run.uid), ignore_errors=True)
 

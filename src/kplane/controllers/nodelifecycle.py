@@ -61,6 +61,7 @@ class NodeLifecycle:
         self._nodes = await self.manager.cache.informer(common.NODES)
         self._leases = await self.manager.cache.informer(common.LEASES)
         self._pods = await self.manager.cache.informer(common.PODS)
+        common.index_by_node(self._pods)
         return self
 
     async def start(self) -> None:
@@ -126,7 +127,7 @@ class NodeLifecycle:
     async def _mark_pods_not_ready(self, node: str, stamp: str) -> None:
         """Upstream's ``MarkPodsNotReady``: each pod on a lost node gets Ready False (its kubelet,
         when back, reports the truth again) and a Warning ``NodeNotReady``."""
-        for pod in self._pods.store.by_index("spec.nodeName", node):
+        for pod in self._pods.store.by_index(common.NODE_NAME_INDEX, node):
             meta = pod["metadata"]
             conditions = (pod.get("status") or {}).get("conditions") or []
             if common.is_terminal(pod) or not any(
@@ -181,7 +182,7 @@ class NodeLifecycle:
         if not taints:
             return
         now = self.clock.now()
-        for pod in self._pods.store.by_index("spec.nodeName", node["metadata"]["name"]):
+        for pod in self._pods.store.by_index(common.NODE_NAME_INDEX, node["metadata"]["name"]):
             meta = pod["metadata"]
             if meta.get("deletionTimestamp"):
                 continue

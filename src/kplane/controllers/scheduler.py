@@ -15,8 +15,10 @@ Such pods are tried again when a node changes or a bound pod goes, and at least 
 Preemption itself is not done: the message says what upstream's preemption would find when no
 pod has a lower priority.
 
-Pods bound here but not yet seen bound in the cache are "assumed" on their node, so a burst of
-pods is not all placed by the same stale picture.
+What each node holds comes from ``schedcache.PodAccounting``, kept up to date by this
+controller's pod watch (upstream's scheduler cache): pods bound here but not yet seen bound are
+"assumed" on their node, so a burst of pods is not all placed by the same stale picture, and a
+node's usage is read in constant time however many pods it runs.
 """
 
 from __future__ import annotations
@@ -28,24 +30,17 @@ from typing import Any
 from kplane import runtime
 from kplane.api import errors
 from kplane.client import events
-from kplane.controllers import common
+from kplane.controllers import common, schedcache
 
 log = logging.getLogger(__name__)
 
 NAME = "default-scheduler"
-NODE_INDEX = "spec.nodeName"
 RETRY_UNSCHEDULABLE = 300.0
 _DEFAULT_CPU = 0.1
 _DEFAULT_MEMORY = 200 * 2.0**20
-_REQUEST_CACHE = 100_000
 _MAX_BINDING = 32
 _UNRESOLVABLE = "Preemption is not helpful for scheduling"
 _NO_VICTIMS = "No preemption victims found for incoming pod"
-
-
-def node_index(pod: Any) -> list[str]:
-    node = (pod.get("spec") or {}).get("nodeName")
-    return [node] if node else []
 
 
 def _pending(pod: common.Object) -> bool:
@@ -113,10 +108,7 @@ class Scheduler:
         self.events = events.EventRecorder(
             manager.api.dynamic.resource(common.EVENTS), events.EventSource(NAME), clock=manager.clock
         )
-        # pod key -> (node, requests, uid): a pod re-created under the same name (a StatefulSet's)
-        # is a new pod, whatever became of the assumption about its predecessor
-        self._assumed: dict[str, tuple[str, dict[str, float], str]] = {}
-        self._request_cache: dict[str, dict[str, float]] = {}
+        self.accounting = schedcache.PodAccounting()
         self._binding: set[asyncio.Task[None]] = set()
         self.unschedulable: set[tuple[str, str]] = set()
         self._pods: Any = None
@@ -124,42 +116,31 @@ class Scheduler:
 
     async def setup(self) -> runtime.Controller:
         self._pods = await self.manager.cache.informer(common.PODS)
-        self._pods.add_indexers({NODE_INDEX: node_index})
         self._nodes = await self.manager.cache.informer(common.NODES)
         return await (
             runtime.Builder(self.manager)
             .named("scheduler")
             .for_(common.PODS, predicates=[_pending])
-            .watches(common.NODES, lambda _node: self._retry_all())
-            .watches(common.PODS, self._freed)
+            .watches(common.NODES, lambda _node: self.retry_all())
+            .watches(common.PODS, _PodEvents(self))
             .complete(self)
         )
 
-    def _retry_all(self) -> list[runtime.Request]:
+    def retry_all(self) -> list[runtime.Request]:
         return [runtime.Request(ns, name) for ns, name in list(self.unschedulable)]
-
-    def _freed(self, pod: Any) -> list[runtime.Request]:
-        """A bound pod going away (deleting or finished) frees room: retry unschedulable pods."""
-        if (pod.get("spec") or {}).get("nodeName") and (
-            (pod.get("metadata") or {}).get("deletionTimestamp") or common.is_terminal(pod)
-        ):
-            return self._retry_all()
-        return []
 
     async def reconcile(self, request: runtime.Request) -> runtime.Result:
         key = f"{request.namespace}/{request.name}"
         pod = self._pods.store.get_by_key(key)
         if pod is None or not _pending(pod):
             self.unschedulable.discard((request.namespace, request.name))
-            if pod is None or (pod.get("spec") or {}).get("nodeName"):
-                self._assumed.pop(key, None)  # gone, or its binding is in the cache now
             return runtime.Result()
         uid = pod["metadata"].get("uid", "")
-        if key in self._assumed:
-            if self._assumed[key][2] == uid:
-                return runtime.Result()  # bound already; the cache has not seen it yet
-            del self._assumed[key]
-        self._prune_assumed()
+        if self.accounting.is_assumed(key, uid):
+            return runtime.Result()  # bound already; the cache has not seen it yet
+        # a pod re-created under the same name (a StatefulSet's) is a new pod, whatever became of
+        # the assumption about its predecessor
+        self.accounting.unassume(key)
         nodes = sorted(self._nodes.store.list(), key=lambda n: n["metadata"]["name"])
         reasons: dict[str, list[str]] = {}
         resolvable: dict[str, bool] = {}
@@ -167,13 +148,13 @@ class Scheduler:
         requests = common.pod_requests(pod)
         for node in nodes:
             name = node["metadata"]["name"]
-            usage = self._usage(name)
+            usage = self.accounting.usage(name)
             why, can_preempt = self._filter(pod, node, requests, usage)
             if why:
                 reasons[name] = why
                 resolvable[name] = can_preempt
                 continue
-            score = self._score(pod, node, requests, usage[0])
+            score = self._score(pod, node, requests, usage.requested)
             if best is None or score > best[0]:
                 best = (score, name)
         if best is None:
@@ -181,7 +162,7 @@ class Scheduler:
             return runtime.Result(requeue_after=RETRY_UNSCHEDULABLE)
         # As upstream's binding cycle: the pod is assumed on its node at once and bound in the
         # background, so the next pod is scheduled without waiting for this round trip.
-        self._assumed[key] = (best[1], requests, uid)
+        self.accounting.assume(key, uid, best[1], requests)
         task = asyncio.get_running_loop().create_task(self._bind(pod, best[1]))
         self._binding.add(task)
         task.add_done_callback(self._binding.discard)
@@ -191,52 +172,12 @@ class Scheduler:
 
     # Filters.
 
-    def _requests(self, pod: common.Object) -> dict[str, float]:
-        """``pod``'s requests, computed once per pod UID (a pod's requests do not change here)."""
-        uid = pod["metadata"].get("uid", "")
-        found = self._request_cache.get(uid)
-        if found is None:
-            if len(self._request_cache) > _REQUEST_CACHE:
-                self._request_cache.clear()
-            found = self._request_cache[uid] = common.pod_requests(pod)
-        return found
-
-    def _prune_assumed(self) -> None:
-        """Forget assumptions about pods that are gone, re-created or bound (then counted through
-        the node index), so none outlives its pod."""
-        for key, (_node, _req, uid) in list(self._assumed.items()):
-            current = self._pods.store.get_by_key(key)
-            if (
-                current is None
-                or current["metadata"].get("uid") != uid
-                or (current.get("spec") or {}).get("nodeName")
-            ):
-                del self._assumed[key]
-
-    def _usage(self, node: str) -> tuple[dict[str, float], int]:
-        used: dict[str, float] = {}
-        count = 0
-        for pod in self._pods.store.by_index(NODE_INDEX, node):
-            if self._assumed:
-                self._assumed.pop(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}", None)
-            if common.is_terminal(pod):
-                continue
-            count += 1
-            for res, value in self._requests(pod).items():
-                used[res] = used.get(res, 0.0) + value
-        for assumed_node, req, _uid in self._assumed.values():
-            if assumed_node == node:
-                count += 1
-                for res, value in req.items():
-                    used[res] = used.get(res, 0.0) + value
-        return used, count
-
     def _filter(
         self,
         pod: common.Object,
         node: common.Object,
         requests: dict[str, float],
-        usage: tuple[dict[str, float], int],
+        usage: schedcache.NodeUsage,
     ) -> tuple[list[str], bool]:
         """Upstream's reasons for rejecting ``node`` (empty: it fits), and whether preemption could help."""
         spec = pod.get("spec") or {}
@@ -256,7 +197,7 @@ class Scheduler:
         if not affinity_ok(pod, node):
             return ["node(s) didn't match Pod's node affinity/selector"], False
         allocatable = (node.get("status") or {}).get("allocatable") or {}
-        used, count = usage
+        used, count = usage.requested, usage.pods
         why = []
         if count + 1 > common.quantity(allocatable.get("pods", 0)):
             why.append("Too many pods")
@@ -332,15 +273,15 @@ class Scheduler:
         try:
             await self.manager.api.rest.request("POST", path, body=body)
         except (errors.Conflict, errors.NotFound):
-            self._assumed.pop(key, None)
+            self.accounting.unassume(key)
             return  # bound by someone else, or gone
         except (errors.APIError, OSError) as err:
-            self._assumed.pop(key, None)
+            self.accounting.unassume(key)
             self.unschedulable.add((meta["namespace"], meta["name"]))
             log.warning("binding %s to %s failed: %s", key, node, err)
             return
         except BaseException:
-            self._assumed.pop(key, None)
+            self.accounting.unassume(key)
             raise
         self.unschedulable.discard((meta["namespace"], meta["name"]))
         self.events.event(pod, "Normal", "Scheduled", f"Successfully assigned {key} to {node}")
@@ -370,3 +311,33 @@ class Scheduler:
             except errors.NotFound:
                 return
         self.events.event(pod, "Warning", "FailedScheduling", message[:1024])
+
+
+class _PodEvents:
+    """The scheduler's pod watch: keeps ``PodAccounting`` up to date, in event order, and retries
+    unschedulable pods when a bound pod goes away (deleting or finished), which frees room."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+
+    def create(self, obj: Any, queue: Any) -> None:
+        self._scheduler.accounting.observe(obj)
+
+    def update(self, old: Any, new: Any, queue: Any) -> None:
+        self._scheduler.accounting.observe(new)
+        if (new.get("spec") or {}).get("nodeName") and (
+            (new.get("metadata") or {}).get("deletionTimestamp") or common.is_terminal(new)
+        ):
+            self._retry(queue)
+
+    def delete(self, obj: Any, queue: Any) -> None:
+        self._scheduler.accounting.forget(obj)
+        if (obj.get("spec") or {}).get("nodeName"):
+            self._retry(queue)
+
+    def generic(self, obj: Any, queue: Any) -> None:
+        pass
+
+    def _retry(self, queue: Any) -> None:
+        for request in self._scheduler.retry_all():
+            queue.add(request)

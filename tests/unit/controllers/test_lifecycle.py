@@ -41,9 +41,10 @@ async def test_crash_loop_backs_off_10s_doubling(
 ) -> None:
     """A container exiting 1 under restartPolicy Always: restarted at once, then after 10 s, 20 s...
     (pkg/kubelet/kubelet.go backOffPeriod 10 s, MaxContainerBackOff 300 s)."""
-    annotations = {common.RUN_SECONDS: "1", common.EXIT_CODE: "1"}
+    annotations = {common.RUN_SECONDS: "1", common.EXIT_CODE: "1", common.OUTPUT: "boom"}
     async with _cluster(kplane, kplane_clock, tmp_path) as dc:
         await dc.resource(common.PODS, "default").create(_pod("crash", annotations))
+        await dc.resource(common.PODS, "default").create(_pod("quiet"))
 
         async def restarts(n: int) -> dict[str, Any]:
             pod = await _get(dc, "crash")
@@ -57,8 +58,10 @@ async def test_crash_loop_backs_off_10s_doubling(
         second = await eventually(lambda: restarts(2), clock=kplane_clock, timeout=60)
         assert "back-off 20s" in second["state"]["waiting"]["message"]
         pod = await _get(dc, "crash")
-        # Only the current instance's log and the previous one's are kept.
+        # Only the current instance's log and the previous one's are kept; a container that
+        # prints nothing has no file (pods/log reads that as an empty log).
         assert _log_files(tmp_path) == ["1.log", "2.log"]
+        assert (await _get(dc, "quiet"))["status"]["phase"] == "Running"
         assert pod["status"]["phase"] == "Running"  # getPhase: Always keeps a crash-looping pod Running
 
 
