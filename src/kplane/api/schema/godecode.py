@@ -50,9 +50,50 @@ _TIMES = frozenset({_META + "Time", _META + "MicroTime"})
 _INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
-def decode_error(root: SchemaNode, kind: str, obj: dict[str, Any]) -> str | None:
-    """The error upstream's typed decode of ``obj`` (a ``kind``) gives, or None when it decodes."""
+def decode_error(
+    root: SchemaNode, kind: str, obj: dict[str, Any], *, touched: dict[str, Any] | None = None
+) -> str | None:
+    """The error upstream's typed decode of ``obj`` (a ``kind``) gives, or None when it decodes.
+
+    ``touched``: ``obj`` is an object that decodes with a JSON merge patch ``touched`` applied, so
+    only the members the patch set can fail; the walk skips the others (same answer, without
+    walking a whole pod for a patch of its status)."""
+    if touched is not None:
+        return _touched_fields(root, kind, "", obj, touched)
     return _fields(root, kind, "", obj)
+
+
+def _touched_fields(
+    node: SchemaNode, struct: str, path: str, obj: dict[str, Any], touched: dict[str, Any]
+) -> str | None:
+    """``_fields`` for the members of ``obj`` that ``touched`` names: a member whose patch is an
+    object merged into a struct is walked the same way, any other is checked whole."""
+    named = NAMED.get(_definition(node) or "", {})
+    for key, value in obj.items():
+        if key not in touched:
+            continue
+        child = node.property(key)
+        if child is None:
+            continue
+        here = f"{path}.{key}" if path else key
+        patch = touched[key]
+        definition = _definition(child)
+        if (
+            isinstance(patch, dict)
+            and isinstance(value, dict)
+            and definition not in _OWN_UNMARSHAL
+            and definition not in _TIMES
+            and definition not in (_INT_OR_STRING, _QUANTITY)
+            and child.types[:1] == ("object",)
+            and child.resolved.get("properties")
+        ):
+            type_name = definition.rpartition(".")[2] if definition else struct
+            found = _touched_fields(child, type_name, here, value, patch)
+        else:
+            found = _value(child, struct, here, value, named.get(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _definition(node: SchemaNode) -> str | None:

@@ -76,7 +76,9 @@ def transform_for(record: ResourceRecord, content_type: str, patch: Any) -> Tran
     if content_type == negotiation.MERGE_PATCH:
 
         def apply_merge(current: Object) -> Object:
-            return _decoded(record, _as_object(patches.merge_patch(current, patch)))
+            # the current object decodes (it was stored so), so only what the patch set can fail
+            touched = patch if isinstance(patch, dict) else None
+            return _decoded(record, _as_object(patches.merge_patch(current, patch)), touched)
 
         return apply_merge
     if content_type == negotiation.STRATEGIC_PATCH:
@@ -94,7 +96,7 @@ def transform_for(record: ResourceRecord, content_type: str, patch: Any) -> Tran
     raise unsupported(record)
 
 
-def _decoded(record: ResourceRecord, patched: Object) -> Object:
+def _decoded(record: ResourceRecord, patched: Object, touched: Object | None = None) -> Object:
     """``patched`` if it decodes into the built-in kind's Go type; else upstream's 422 (handlers/
     patch.go jsonPatcher: ``NewInvalid(GroupKind{}, "", [field.Invalid("patch", patchedJS,
     decodeErr)])``, whose empty kind and name leave the message starting ``' "" is invalid'``).
@@ -103,7 +105,7 @@ def _decoded(record: ResourceRecord, patched: Object) -> Object:
     node = schema_node(record)
     if node is None:
         return patched
-    found = godecode.decode_error(node, record.kind, patched)
+    found = godecode.decode_error(node, record.kind, patched, touched=touched)
     if found is None:
         return patched
     err = errors.invalid("patch", orjson.dumps(patched, option=orjson.OPT_SORT_KEYS).decode(), found)
