@@ -42,6 +42,7 @@ _log = logging.getLogger(__name__)
 EVENTS_PREFIX = "/registry/core/events/"
 LEASE_REUSE = 60  # seconds one lease serves new Events (upstream's leaseReuseDurationSeconds)
 _PAGE = 1_000  # objects per range while loading a whole prefix (bounds one response)
+_MINE = 4_096  # objects written here kept for their watch events (normally a few, for a moment)
 
 
 class EtcdStorage:
@@ -71,6 +72,7 @@ class EtcdStorage:
         self._lease_lock = asyncio.Lock()
         self._watches: set[EtcdWatch] = set()
         self._writes = 0
+        self._mine: dict[int, tuple[str, interface.Object]] = {}  # see ``_wrote``
         self._idle = asyncio.Event()
         self._idle.set()
         self._closed = False
@@ -154,7 +156,8 @@ class EtcdStorage:
                 return None  # the previous state was compacted away: nothing to report it with
             last = interface.stamped_copy(prev, raw.kv.mod_revision)
             return interface.Event(interface.DELETED, key, last, raw.kv.mod_revision, prev)
-        obj = self._decode(raw.kv)
+        mine = self._mine.pop(raw.kv.mod_revision, None)
+        obj = mine[1] if mine is not None and mine[0] == key else self._decode(raw.kv)
         kind = interface.ADDED if raw.kv.version == 1 else interface.MODIFIED
         return interface.Event(
             kind, key, obj, raw.kv.mod_revision, prev if kind == interface.MODIFIED else None
@@ -306,8 +309,9 @@ class EtcdStorage:
         response = await self._txn(wire.txn_request([wire.compare_mod_revision(k, 0)], [put]))
         if not response.succeeded:
             raise interface.KeyExists(key)
-        self._wrote(key, response.header.revision)
-        return interface.set_resource_version(obj, response.header.revision)
+        obj = interface.set_resource_version(obj, response.header.revision)
+        self._wrote(key, response.header.revision, obj)
+        return obj
 
     async def guaranteed_update(
         self,
@@ -335,8 +339,9 @@ class EtcdStorage:
             put = wire.op_put(wire.put_request(k, orjson.dumps(new), lease=lease))
             revision, kv = await self._if_unchanged(k, kv, put)
             if revision:
-                self._wrote(key, revision)
-                return interface.set_resource_version(new, revision)
+                new = interface.set_resource_version(new, revision)
+                self._wrote(key, revision, new)
+                return new
 
     async def delete(
         self, key: str, *, preconditions: interface.Preconditions | None = None
@@ -355,11 +360,23 @@ class EtcdStorage:
                 self._wrote(key, revision)
                 return interface.stamped_copy(current, revision)
 
-    def _wrote(self, key: str, revision: int) -> None:
-        """Tell the watches whose prefix holds ``key`` (``close`` waits for their events)."""
+    def _wrote(self, key: str, revision: int, obj: interface.Object | None = None) -> None:
+        """Tell the watches whose prefix holds ``key`` (``close`` waits for their events), and keep
+        the object written (``obj``, as returned to the writer) for the first of them to hand on
+        instead of decoding its own write back from etcd: the event then shares it with the
+        writer, as the SQLite backend's events do. Kept until that event comes; a bounded number
+        of them if it never does."""
+        watched = False
         for w in self._watches:
             if key.startswith(w.prefix):
                 w.note_write(revision)
+                watched = True
+        if watched and obj is not None:
+            mine = self._mine
+            if len(mine) >= _MINE:
+                for stale in list(mine)[: _MINE // 2]:
+                    del mine[stale]
+            mine[revision] = (key, obj)
 
     async def _if_unchanged(self, k: bytes, kv: wire.KeyValue, op: bytes) -> tuple[int, wire.KeyValue | None]:
         """Apply ``op`` if ``k`` is still at ``kv``'s revision: ``(revision of the write, kv)``;

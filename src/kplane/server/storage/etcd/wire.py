@@ -12,7 +12,6 @@ the varint and field-splitting primitives are those of ``kplane.api.protobuf``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kplane.api.protobuf import wire as pbwire
@@ -28,6 +27,7 @@ SORT_NONE, SORT_ASCEND, SORT_DESCEND = 0, 1, 2
 SORT_KEY, SORT_MOD = 0, 2
 
 _VARINT, _LEN = 0, 2
+_U64 = (1 << 64) - 1
 
 
 DecodeError = pbwire.ProtobufError
@@ -171,32 +171,96 @@ def prefix_end(prefix: bytes) -> bytes:
 # -- decoding ----------------------------------------------------------------------------------------
 
 
-def _fields(buf: bytes) -> Iterator[tuple[int, int | bytes]]:
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A varint of more than one byte at ``pos``: ``(value truncated to 64 bits, next pos)``."""
+    result, shift = 0, 0
+    for i in range(pos, min(pos + 10, len(buf))):
+        byte = buf[i]
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result & _U64, i + 1
+        shift += 7
+    raise DecodeError("truncated or over-long varint")
+
+
+def _fields(buf: bytes) -> list[tuple[int, int | bytes]]:
     """``(field number, value)`` pairs: a signed int for varints, bytes for length-delimited fields
-    (fixed-width fields, unused by etcd's messages here, are skipped)."""
-    for num, kind, value in pbwire.fields(memoryview(buf)):
-        if kind == pbwire.VARINT:
-            assert isinstance(value, int)
-            yield num, value - (1 << 64) if value >= 1 << 63 else value
-        elif kind == pbwire.LEN:
-            assert isinstance(value, memoryview)
-            yield num, bytes(value)
+    (fixed-width fields, unused by etcd's messages here, are skipped). One pass over ``bytes`` with
+    one-byte tags, lengths and values read inline: this runs for every etcd response."""
+    out: list[tuple[int, int | bytes]] = []
+    pos, end = 0, len(buf)
+    try:
+        while pos < end:
+            key = buf[pos]
+            if key < 0x80:
+                pos += 1
+            else:
+                key, pos = _varint(buf, pos)
+            num, kind = key >> 3, key & 7
+            if num == 0:
+                raise DecodeError("invalid field number 0")
+            if kind == _LEN:
+                size = buf[pos]
+                if size < 0x80:
+                    pos += 1
+                else:
+                    size, pos = _varint(buf, pos)
+                if size > end - pos:
+                    raise DecodeError(f"field {num}: length {size} runs past the end of the data")
+                out.append((num, buf[pos : pos + size]))
+                pos += size
+            elif kind == _VARINT:
+                value = buf[pos]
+                if value < 0x80:
+                    pos += 1
+                else:
+                    value, pos = _varint(buf, pos)
+                    if value >= 1 << 63:
+                        value -= 1 << 64
+                out.append((num, value))
+            elif kind == 1 or kind == 5:
+                pos += 8 if kind == 1 else 4
+                if pos > end:
+                    raise DecodeError(f"field {num}: unexpected end of data")
+            else:
+                raise DecodeError(f"field {num}: unsupported wire type {kind}")
+    except IndexError:
+        raise DecodeError("unexpected end of data") from None
+    return out
 
 
 @dataclass(frozen=True, slots=True)
 class Header:
-    cluster_id: int = 0
-    member_id: int = 0
+    """A ``ResponseHeader``: only the revision is read (cluster, member and term are not used)."""
+
     revision: int = 0
-    raft_term: int = 0
 
 
 def header(buf: bytes) -> Header:
-    v = [0, 0, 0, 0]
-    for num, value in _fields(buf):
-        if 1 <= num <= 4 and isinstance(value, int):
-            v[num - 1] = value
-    return Header(*v)
+    """Every response carries one; the 64-bit cluster and member ids are skipped unread."""
+    pos, end, revision = 0, len(buf), 0
+    try:
+        while pos < end:
+            key = buf[pos]
+            if key >= 0x80 or key & 7 != _VARINT:
+                for num, value in _fields(buf):  # not etcd's layout: read it the general way
+                    if num == 3 and isinstance(value, int):
+                        revision = value
+                return Header(revision)
+            pos += 1
+            if key == 0x18:  # field 3, varint: the revision
+                revision = buf[pos]
+                if revision < 0x80:
+                    pos += 1
+                else:
+                    revision, pos = _varint(buf, pos)
+            else:
+                while buf[pos] >= 0x80:
+                    pos += 1
+                pos += 1
+    except IndexError:
+        raise DecodeError("unexpected end of data in a response header") from None
+    return Header(revision)
 
 
 @dataclass(frozen=True, slots=True)
