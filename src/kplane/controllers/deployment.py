@@ -40,10 +40,16 @@ class DeploymentController:
         self._workers = workers
         self._d_lister: Any = None
         self._rs_lister: Any = None
+        self._replicasets: Any = None
+        self._pods: Any = None
 
     async def setup(self) -> runtime.Controller:
         self._d_lister = (await self.manager.cache.informer(workload.DEPLOYMENTS)).lister()
-        self._rs_lister = (await self.manager.cache.informer(workload.REPLICASETS)).lister()
+        self._replicasets = await self.manager.cache.informer(workload.REPLICASETS)
+        self._rs_lister = self._replicasets.lister()
+        self._pods = await self.manager.cache.informer(workload.PODS)
+        workload.index_by_controller(self._replicasets)
+        workload.index_by_controller(self._pods)
         return await (
             runtime.Builder(self.manager)
             .for_(workload.DEPLOYMENTS)
@@ -101,12 +107,7 @@ class DeploymentController:
                 )
             return None
         # copies of the ReplicaSets that are mine or nobody's only (a namespace may hold many)
-        uid = meta(d).get("uid")
-        candidates = [
-            _copy(rs)
-            for rs in await self.manager.cache.list(workload.REPLICASETS, request.namespace, deep_copy=False)
-            if (ref := ownership.controller_of(rs)) is None or ref.get("uid") == uid
-        ]
+        candidates = [_copy(rs) for rs in workload.claim_candidates(self._replicasets, d)]
         rss = await workload.claim_with(self.api, workload.DEPLOYMENTS, d, candidates, workload.REPLICASETS)
         if meta(d).get("deletionTimestamp"):
             new_rs, _ = self._split(d, rss)
@@ -350,13 +351,13 @@ class DeploymentController:
     async def _old_pods_running(self, d: Object, old: list[Object]) -> bool:
         if any(du.status_int(rs, "replicas") > 0 for rs in old):
             return True
-        uids = {meta(rs).get("uid") for rs in old}
-        for pod in await self.manager.cache.list(workload.PODS, meta(d)["namespace"], deep_copy=False):
-            ref = ownership.controller_of(pod)
-            if ref is None or ref.get("uid") not in uids:
-                continue
-            if (pod.get("status") or {}).get("phase") not in ("Failed", "Succeeded"):
-                return True
+        ns = meta(d)["namespace"]
+        for rs in old:
+            for pod in self._pods.store.by_index(workload.CONTROLLER_UID_INDEX, str(meta(rs).get("uid"))):
+                if meta(pod).get("namespace") != ns:
+                    continue
+                if (pod.get("status") or {}).get("phase") not in ("Failed", "Succeeded"):
+                    return True
         return False
 
     # Scaling, cleanup, status.

@@ -45,10 +45,13 @@ class ReplicaSetController:
         self.recorder: events.EventRecorder = manager.event_recorder(COMPONENT)
         self._workers = workers
         self._rs_lister: Any = None
+        self._pods: Any = None
 
     async def setup(self) -> runtime.Controller:
         """Build the controller (added to the manager by the builder)."""
         self._rs_lister = (await self.manager.cache.informer(workload.REPLICASETS)).lister()
+        self._pods = await self.manager.cache.informer(workload.PODS)
+        workload.index_by_controller(self._pods)
         return await (
             runtime.Builder(self.manager)
             .for_(workload.REPLICASETS)
@@ -70,7 +73,7 @@ class ReplicaSetController:
             self.expectations.forget(key)
             return None
         # the cache's own objects (no copies: 1,000 pods a sync): read here, never modified
-        cached = await self.manager.cache.list(workload.PODS, request.namespace, deep_copy=False)
+        cached = workload.claim_candidates(self._pods, rs)
         candidates = [p for p in cached if workload.is_active(p)]
         pods = await workload.claim_with(self.api, workload.REPLICASETS, rs, candidates, workload.PODS)
         failure: errors.APIError | None = None

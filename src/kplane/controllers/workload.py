@@ -80,9 +80,10 @@ def is_active(pod: Object) -> bool:
 
 
 def ready_condition(pod: Object) -> Object | None:
+    """The pod's Ready condition (the pod's own dict: read-only), or None."""
     for cond in (pod.get("status") or {}).get("conditions") or ():
         if cond.get("type") == "Ready":
-            return dict(cond)
+            return cond  # type: ignore[no-any-return]
     return None
 
 
@@ -142,6 +143,41 @@ def namespace_terminating(err: errors.APIError) -> bool:
 
 
 # Claiming.
+
+CONTROLLER_UID_INDEX = "controllerUID"
+"""An informer index of objects by their controller's UID; orphans by ``_ORPHANS`` + namespace
+(upstream's ``PodControllerUIDIndex``), so a sync reads its own children and the orphans it may
+adopt rather than every object of the namespace."""
+_ORPHANS = "\x00orphans/"  # never a UID
+
+
+def _controller_uid(obj: Any) -> list[str]:
+    ref = ownership.controller_of(obj)
+    if ref is not None and ref.get("uid"):
+        return [str(ref["uid"])]
+    return [_ORPHANS + str(meta(obj).get("namespace") or "")]
+
+
+def index_by_controller(informer: Any) -> None:
+    """Give a shared informer the ``CONTROLLER_UID_INDEX`` index, unless it has it."""
+    if CONTROLLER_UID_INDEX not in informer.store.indexers():
+        informer.add_indexers({CONTROLLER_UID_INDEX: _controller_uid})
+
+
+def claim_candidates(informer: Any, owner: Object) -> list[Object]:
+    """The cached objects ``claim`` may keep or adopt for ``owner``: those it controls and the
+    orphans of its namespace (others are skipped by ``claim`` anyway). The cache's own objects:
+    read-only. The informer needs ``index_by_controller``."""
+    ns = meta(owner).get("namespace") or ""
+    store = informer.store
+    mine = [
+        o
+        for o in store.by_index(CONTROLLER_UID_INDEX, str(meta(owner).get("uid")))
+        if meta(o).get("namespace") == ns
+    ]
+    orphans: list[Object] = store.by_index(CONTROLLER_UID_INDEX, _ORPHANS + ns)
+    return mine + orphans
+
 
 Patcher = Callable[[Object, Object], Awaitable[Any]]
 
