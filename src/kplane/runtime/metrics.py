@@ -95,6 +95,7 @@ class Metrics:
             prefix + "webhook_requests_in_flight", "Webhook requests being served", hook
         )
         self.leader = gauge("leader_election_master_status", "1 while this process holds the lease", ["name"])
+        self._request_series: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self.queue_provider = workqueue_metrics.PrometheusMetricsProvider(reg, controller_label=True)
 
     def controller(self, name: str, max_concurrent_reconciles: int) -> ControllerMetrics:
@@ -114,8 +115,14 @@ class Metrics:
 
     def observe_request(self, method: str, host: str, code: str, seconds: float) -> None:
         """Record one REST request (``code`` is the HTTP status, or ``<error>`` without a reply)."""
-        self.requests.labels(code, method, host).inc()
-        self.request_duration.labels(method, host).observe(seconds)
+        series = self._request_series.get((code, method, host))
+        if series is None:  # resolved once per (code, method, host): a few dozen at most
+            series = self._request_series[(code, method, host)] = (
+                self.requests.labels(code, method, host),
+                self.request_duration.labels(method, host),
+            )
+        series[0].inc()
+        series[1].observe(seconds)
 
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format."""
