@@ -212,7 +212,10 @@ class EventRecorder:
             except asyncio.CancelledError:
                 raise
             except Exception as err:
-                log.warning("could not write event %s/%s: %s", event["reason"], event["message"], err)
+                # As client-go's recordEvent: an event that already exists, or whose namespace is
+                # being deleted, is expected (a burst's events trail its objects); others are errors.
+                level = logging.DEBUG if _expected_refusal(err) else logging.WARNING
+                log.log(level, "could not write event %s/%s: %s", event["reason"], event["message"], err)
 
     async def _write(self, event: Object) -> None:
         if not self.correlator.allow(event):
@@ -297,6 +300,13 @@ def object_reference(obj: Any) -> Object:
         "resourceVersion": meta.get("resourceVersion"),
     }
     return {k: v for k, v in ref.items() if v}
+
+
+def _expected_refusal(err: Exception) -> bool:
+    """AlreadyExists, or Forbidden because the namespace is terminating (client-go logs both at V(5))."""
+    if isinstance(err, errors.AlreadyExists):
+        return True
+    return isinstance(err, errors.APIError) and any(c.reason == "NamespaceTerminating" for c in err.causes)
 
 
 def _source_key(event: Object) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from kplane._util import clock as clock_mod
+from kplane.api import errors
 from kplane.client import events as events_mod
 from tests.unit.informers import _live
 
@@ -84,3 +86,45 @@ def test_object_reference_keeps_identity_fields() -> None:
     """object_reference keeps identity fields only."""
     ref = events_mod.object_reference(POD)
     assert ref == {"kind": "Pod", "apiVersion": "v1", "namespace": "default", "name": "web", "uid": "u-1"}
+
+
+class RefusingEvents(FakeEvents):
+    """Refuses every create with ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    async def create(self, obj: dict[str, Any], *, namespace: str | None = None) -> dict[str, Any]:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "level"),
+    [
+        pytest.param(
+            # namespace_lifecycle's refusal of a create in a namespace being deleted
+            errors.Forbidden(
+                'events "web.1" is forbidden: unable to create new content in namespace default'
+                " because it is being terminated",
+                details={"causes": [{"reason": "NamespaceTerminating", "message": "namespace default"}]},
+            ),
+            logging.DEBUG,
+            id="namespace-terminating",
+        ),
+        pytest.param(errors.AlreadyExists('events "web.1" already exists'), logging.DEBUG, id="exists"),
+        pytest.param(errors.Forbidden("denied"), logging.WARNING, id="other"),
+    ],
+)
+async def test_expected_refusals_are_not_warned_about(
+    error: Exception, level: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As client-go's recordEvent, an event refused because its namespace is terminating or it
+    already exists is logged quietly (V(5)); other refusals are reported."""
+    rec = events_mod.EventRecorder(
+        RefusingEvents(error), events_mod.EventSource("c"), clock=clock_mod.FakeClock()
+    )
+    with caplog.at_level(logging.DEBUG, logger="kplane.client.events"):
+        rec.event(POD, "Normal", "Started", "m")
+        await rec.aclose()
+    assert [r.levelno for r in caplog.records if "could not write event" in r.getMessage()] == [level]
