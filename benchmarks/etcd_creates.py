@@ -10,7 +10,10 @@ Without ``--endpoint`` it starts a fresh one-member etcd on loopback (free ports
 2. ``benchmarks/create_throughput.py`` against ``kplane serve --storage etcd://...`` started here
    (bare API server, no controllers): ConfigMap creates/s with ``--clients`` concurrent clients;
 3. ``benchmarks/watch_latency.py`` with a second replica on the same etcd (``--pki-dir``): creates sent
-   to the second, ADDED events read from a watch on the first (cross-replica delivery latency).
+   to the second, ADDED events read from a watch on the first (cross-replica delivery latency);
+4. with ``--etcdctl-perf LOAD`` (``s``, ``m``, ``l``, ``xl``; needs ``etcdctl``): etcd's own
+   ``etcdctl check perf`` (60 s of puts from Go's etcd client), its writes/s as one JSON line: the
+   ceiling with etcd's own client, beside step 1's for kplane's.
 
 To compare with kube-apiserver, run ``create_throughput.py --kubeconfig`` against it on the same etcd
 (kube-apiserver is not available on the machine these figures were first taken on).
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import subprocess
@@ -70,6 +74,7 @@ def main() -> None:
     ap.add_argument(
         "--objects", type=int, default=300, help="creates timed from one replica to another's watch"
     )
+    ap.add_argument("--etcdctl-perf", default=None, help="also run etcdctl check perf with this load")
     args = ap.parse_args()
     env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
     with tempfile.TemporaryDirectory() as tmp, _etcd(args.endpoint, Path(tmp)) as endpoint:
@@ -118,6 +123,26 @@ def main() -> None:
                     check=True,
                     env=env,
                 )
+        if args.etcdctl_perf:
+            print(json.dumps(_etcdctl_perf(endpoint, args.etcdctl_perf)), flush=True)
+
+
+def _etcdctl_perf(endpoint: str, load: str) -> dict[str, object]:
+    """``etcdctl check perf`` against ``endpoint``: the writes/s it reached and its verdict."""
+    run = subprocess.run(
+        ["etcdctl", "--endpoints", endpoint, "check", "perf", "--load", load],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ETCDCTL_API": "3"},
+        check=False,
+    )
+    m = re.search(r"Throughput (?:is|too low:) (\d+) writes/s", run.stdout)
+    return {
+        "benchmark": "etcdctl check perf",
+        "load": load,
+        "writes_per_s": int(m.group(1)) if m else None,
+        "passed": run.stdout.rstrip().endswith("PASS"),
+    }
 
 
 if __name__ == "__main__":

@@ -199,6 +199,8 @@ def _fields(buf: bytes) -> list[tuple[int, int | bytes]]:
             num, kind = key >> 3, key & 7
             if num == 0:
                 raise DecodeError("invalid field number 0")
+            # The one-byte case of each varint is read inline (not through ``_varint``) on purpose:
+            # lengths and small values are one byte, and a call per field doubled the cost.
             if kind == _LEN:
                 size = buf[pos]
                 if size < 0x80:
