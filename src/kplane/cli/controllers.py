@@ -31,7 +31,33 @@ def add_parser(sub: Any) -> None:
         "controllers",
         help="run the built-in controllers (scheduler, simulated nodes, workloads...) against a server",
     )
-    p.add_argument("--kubeconfig", type=Path, default=None, help="kubeconfig to use (default: as kubectl)")
+    p.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=None,
+        help="kubeconfig to use (default: as kubectl); kplane serve gives the user"
+        " system:kube-controller-manager's (DATA_DIR/controllers/kube-controller-manager.kubeconfig)",
+    )
+    p.add_argument(
+        "--use-service-account-credentials",
+        action="store_true",
+        help="run each controller as the ServiceAccount kube-system/<controller> (created if missing),"
+        " with a token from TokenRequest renewed before it expires, as kube-controller-manager's flag;"
+        " the shared informers keep --kubeconfig's identity",
+    )
+    p.add_argument(
+        "--scheduler-kubeconfig",
+        type=Path,
+        default=None,
+        help="kubeconfig of the scheduler's identity (default: --kubeconfig's)",
+    )
+    p.add_argument(
+        "--nodes-kubeconfig",
+        type=Path,
+        default=None,
+        help="kubeconfig with one context per simulated node (named after it), for the node and its"
+        " kubelet (default: --kubeconfig's identity for every node)",
+    )
     p.add_argument(
         "--nodes", type=int, default=3, help="simulated nodes to register, with their kubelets (default 3)"
     )
@@ -105,7 +131,10 @@ async def _main(args: argparse.Namespace) -> int:
             or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4()}",
         )
     manager = runtime.Manager(config, options)
-    await controllers.install(manager, nodes=max(0, args.nodes), pod_logs=args.pod_logs)
+    identity, node_api = await _identities(args, manager)
+    await controllers.install(
+        manager, nodes=max(0, args.nodes), pod_logs=args.pod_logs, identity=identity, node_api=node_api
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -125,11 +154,44 @@ async def _main(args: argparse.Namespace) -> int:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await manager.api.close()
+        await manager.close()
     if not task.cancelled() and task.exception() is not None:
         print(f"kplane controllers: stopped: {task.exception()}", file=sys.stderr)
         return 1
     return 0
+
+
+async def _identities(args: argparse.Namespace, manager: Any) -> tuple[Any, Any]:
+    """The ``identity`` and ``node_api`` of ``controllers.install`` the flags ask for."""
+    from kplane import controllers
+    from kplane.cli import identities
+    from kplane.client import config as config_mod
+    from kplane.client import typed
+
+    accounts = None
+    if args.use_service_account_credentials:
+        accounts = identities.ServiceAccountIdentities(manager)
+        manager.add(accounts)
+    scheduler = manager
+    if args.scheduler_kubeconfig is not None:
+        loaded = config_mod.Config.from_kubeconfig(args.scheduler_kubeconfig)
+        scheduler = manager.with_api(typed.Client(dataclasses.replace(loaded, qps=0.0)))
+
+    async def identity(name: str) -> Any:
+        if name == controllers.SCHEDULER:
+            return scheduler
+        return await accounts.identity(name) if accounts is not None else manager
+
+    node_api = None
+    if args.nodes_kubeconfig is not None:
+        clients = identities.node_clients(args.nodes_kubeconfig)
+        for client in clients.values():
+            manager.adopt(client)
+
+        def node_api(name: str) -> Any:
+            return clients.get(name, manager.api)
+
+    return identity, node_api
 
 
 async def _announce_metrics(manager: Any, task: asyncio.Task[None]) -> None:

@@ -1,6 +1,12 @@
 """The built-in controllers of ``kplane serve``: a ``kplane controllers`` child process reaching the
-server over loopback with the admin kubeconfig, as any client would (upstream's
-kube-controller-manager beside kube-apiserver). The server module never imports this one.
+server over loopback as any client would (upstream's kube-controller-manager beside kube-apiserver).
+The server module never imports this one.
+
+* Identities (``cli/identities``): before each start, kubeconfigs with fresh client certificates
+  for ``system:kube-controller-manager``, ``system:kube-scheduler`` and each simulated node
+  (``system:node:<node>``) are written to ``DATA_DIR/controllers`` (0600 in 0700); the child runs
+  with ``--use-service-account-credentials``, so each controller acts as its ServiceAccount
+  ``kube-system/<controller>`` under its ``system:controller:*`` role, never as the admin.
 
 * Lifetime: the child reads nothing from its standard input and stops when that pipe closes, so it
   dies with the server even when the server is killed; ``stop`` sends SIGTERM, then SIGKILL after
@@ -34,6 +40,9 @@ from typing import Any
 
 import aiohttp
 import orjson
+
+from kplane.cli import identities
+from kplane.controllers.nodes import node_name
 
 log = logging.getLogger(__name__)
 
@@ -132,14 +141,22 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 async def start(server: Any, *, nodes: int) -> Controllers:
     """Start the controllers against ``server`` (a started ``APIServer``). Their caches sync after
     this returns: the server is already serving."""
-    socket_path = _socket_path(Path(server.config.data_dir))
+    data_dir = Path(server.config.data_dir)
+    socket_path = _socket_path(data_dir)
+    directory = data_dir / "controllers"
+    names = [node_name(i) for i in range(nodes)]
+    await asyncio.to_thread(identities.write_credentials, data_dir, directory, server.url, names)
     argv = [
         sys.executable,
         "-m",
         "kplane.cli.main",
         "controllers",
         "--kubeconfig",
-        str(server.kubeconfig_path),
+        str(directory / identities.KCM_FILE),
+        "--use-service-account-credentials",
+        "--scheduler-kubeconfig",
+        str(directory / identities.SCHEDULER_FILE),
+        *(("--nodes-kubeconfig", str(directory / identities.NODES_FILE)) if names else ()),
         "--nodes",
         str(nodes),
         "--pod-logs",

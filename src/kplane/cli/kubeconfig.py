@@ -62,6 +62,18 @@ def parse_duration(text: str) -> datetime.timedelta:
 def build(
     data_dir: Path, user: str, groups: list[str], validity: datetime.timedelta, server: str
 ) -> dict[str, Any]:
+    """A kubeconfig for ``user`` in ``groups`` with a fresh certificate (see the module docstring)."""
+    return build_many(data_dir, [(f"{user}@kplane", user, groups)], validity, server)
+
+
+def build_many(
+    data_dir: Path,
+    identities: list[tuple[str, str, list[str]]],
+    validity: datetime.timedelta,
+    server: str,
+) -> dict[str, Any]:
+    """One kubeconfig with a context, user and fresh certificate per ``(context, user, groups)``
+    (the first is current); ``server`` defaults to the admin kubeconfig's."""
     import yaml
 
     from kplane.server.auth import certs
@@ -70,11 +82,19 @@ def build(
     if admin is not None:
         server = admin["clusters"][0]["cluster"]["server"]
     pki = certs.PKI.at(data_dir)
-    cert, key = certs.issue_client_cert(pki, user, groups, validity=validity)
 
     def b64(data: bytes) -> str:
         return base64.b64encode(data).decode("ascii")
 
+    users, contexts = [], []
+    for context, user, groups in identities:
+        cert, key = certs.issue_client_cert(pki, user, groups, validity=validity)
+        users.append(
+            {"name": user, "user": {"client-certificate-data": b64(cert), "client-key-data": b64(key)}}
+        )
+        contexts.append(
+            {"name": context, "context": {"cluster": "kplane", "user": user, "namespace": "default"}}
+        )
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -82,13 +102,9 @@ def build(
         "clusters": [
             {"name": "kplane", "cluster": {"server": server, "certificate-authority-data": b64(pki.ca_pem())}}
         ],
-        "users": [
-            {"name": user, "user": {"client-certificate-data": b64(cert), "client-key-data": b64(key)}}
-        ],
-        "contexts": [
-            {"name": f"{user}@kplane", "context": {"cluster": "kplane", "user": user, "namespace": "default"}}
-        ],
-        "current-context": f"{user}@kplane",
+        "users": users,
+        "contexts": contexts,
+        "current-context": identities[0][0],
     }
 
 

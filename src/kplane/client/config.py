@@ -24,6 +24,7 @@ import pathlib
 import ssl
 import sys
 import tempfile
+from collections.abc import Callable
 
 import kplane
 from kplane._util import clock as clock_mod
@@ -60,7 +61,9 @@ class Config:
 
     TLS material is given as PEM bytes (``*_data``) or file paths (``*_file``); data wins when both
     are set. Authentication, in order of precedence: ``token_file`` (re-read periodically; falls
-    back to ``token`` while unreadable), ``token``, ``exec_provider``, ``username``/``password``.
+    back to ``token`` while unreadable), ``token_source`` (called for each request: a token kept
+    current in memory, e.g. renewed through TokenRequest), ``token``, ``exec_provider``,
+    ``username``/``password``.
     ``qps``/``burst`` are client-go's client-side token bucket; ``qps <= 0`` (the default) disables it.
     ``timeout`` is a per-request timeout in seconds (``None``: none). ``proxy_url`` (the kubeconfig's
     ``proxy-url``) sends every request through that HTTP(S) proxy (CONNECT for https servers);
@@ -76,6 +79,7 @@ class Config:
     key_file: str = ""
     token: str = dataclasses.field(default="", repr=False)
     token_file: str = ""
+    token_source: Callable[[], str] | None = dataclasses.field(default=None, compare=False, repr=False)
     username: str = ""
     password: str = dataclasses.field(default="", repr=False)
     exec_provider: kubeconfig.ExecConfig | None = None
@@ -275,6 +279,8 @@ class Config:
 
     def _current_token(self) -> str:
         if not self.token_file:
+            if self.token_source is not None:
+                return self.token_source() or self.token
             return self.token
         state = self._auth
         now = self._clock.monotonic()

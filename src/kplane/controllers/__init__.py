@@ -13,15 +13,38 @@ manager; ``kplane serve`` runs them in its process over loopback.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kplane import runtime
+from kplane.controllers import nodes as nodes_mod
+
+Identity = Callable[[str], Awaitable[runtime.Manager]]
+"""Gives a controller its identity: the manager (a ``Manager.with_api`` view) through which the
+controller named by its upstream ServiceAccount (``deployment-controller``...) or ``SCHEDULER``
+makes its requests."""
+
+SCHEDULER = "kube-scheduler"
+"""The scheduler's name for ``Identity`` (upstream runs it as the user ``system:kube-scheduler``)."""
 
 
-async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None) -> None:
+async def _same(manager: runtime.Manager) -> runtime.Manager:
+    return manager
+
+
+async def install(
+    manager: runtime.Manager,
+    *,
+    nodes: int,
+    pod_logs: Path | None,
+    identity: Identity | None = None,
+    node_api: nodes_mod.NodeAPI | None = None,
+) -> None:
     """Add the built-in controllers to ``manager`` (before it starts). ``nodes`` simulated nodes are
     registered (0: none, and no kubelet); ``pod_logs`` is where the kubelet writes container output
-    (the server's pod log directory)."""
+    (the server's pod log directory). ``identity`` gives each controller the manager it acts
+    through (default: ``manager`` itself, one identity for all); ``node_api`` the client a
+    simulated node and its kubelet use (default: ``manager.api``)."""
     from kplane.controllers import (
         cronjobs,
         daemonset,
@@ -42,29 +65,32 @@ async def install(manager: runtime.Manager, *, nodes: int, pod_logs: Path | None
         storageprotection,
         ttlafterfinished,
     )
-    from kplane.controllers import nodes as nodes_mod
 
-    await serviceaccounts.ServiceAccountsController(manager).setup()
-    await serviceaccounts.RootCAPublisher(manager).setup()
-    await endpoints.EndpointsController(manager).setup()
-    await endpointslices.EndpointSliceController(manager).setup()
-    await jobs.JobController(manager).setup()
-    await cronjobs.CronJobController(manager).setup()
-    await ttlafterfinished.TTLAfterFinishedController(manager).setup()
+    def as_(name: str) -> Awaitable[runtime.Manager]:
+        return identity(name) if identity is not None else _same(manager)
 
-    await scheduler.Scheduler(manager).setup()  # the builder adds each controller to the manager
-    await replicaset.ReplicaSetController(manager).setup()
-    await deployment.DeploymentController(manager).setup()
-    await hpa.HorizontalPodAutoscalerController(manager).setup()
-    manager.add(garbagecollector.GarbageCollector(manager))
-    await namespaces.NamespaceController(manager).setup()
-    await statefulset.StatefulSetController(manager).setup()
-    await daemonset.DaemonSetController(manager).setup()
-    await storageprotection.PVCProtectionController(manager).setup()
-    await storageprotection.PVProtectionController(manager).setup()
-    manager.add(await nodelifecycle.NodeLifecycle(manager).setup())
+    # the names are upstream's ServiceAccounts (and roles system:controller:<name>) of each controller
+    await serviceaccounts.ServiceAccountsController(await as_("service-account-controller")).setup()
+    await serviceaccounts.RootCAPublisher(await as_("root-ca-cert-publisher")).setup()
+    await endpoints.EndpointsController(await as_("endpoint-controller")).setup()
+    await endpointslices.EndpointSliceController(await as_("endpointslice-controller")).setup()
+    await jobs.JobController(await as_("job-controller")).setup()
+    await cronjobs.CronJobController(await as_("cronjob-controller")).setup()
+    await ttlafterfinished.TTLAfterFinishedController(await as_("ttl-after-finished-controller")).setup()
+
+    await scheduler.Scheduler(await as_(SCHEDULER)).setup()  # the builder adds each controller to the manager
+    await replicaset.ReplicaSetController(await as_("replicaset-controller")).setup()
+    await deployment.DeploymentController(await as_("deployment-controller")).setup()
+    await hpa.HorizontalPodAutoscalerController(await as_("horizontal-pod-autoscaler")).setup()
+    manager.add(garbagecollector.GarbageCollector(await as_("generic-garbage-collector")))
+    await namespaces.NamespaceController(await as_("namespace-controller")).setup()
+    await statefulset.StatefulSetController(await as_("statefulset-controller")).setup()
+    await daemonset.DaemonSetController(await as_("daemon-set-controller")).setup()
+    await storageprotection.PVCProtectionController(await as_("pvc-protection-controller")).setup()
+    await storageprotection.PVProtectionController(await as_("pv-protection-controller")).setup()
+    manager.add(await nodelifecycle.NodeLifecycle(await as_("node-controller")).setup())
     if nodes > 0:
-        simulator = nodes_mod.NodeSimulator(manager, nodes)
+        simulator = nodes_mod.NodeSimulator(manager, nodes, node_api=node_api)
         await simulator.setup()
         manager.add(simulator)
         await kubelet.Kubelet(manager, simulator, pod_logs).setup()

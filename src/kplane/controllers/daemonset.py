@@ -105,7 +105,7 @@ class DaemonSetController:
                 extra_labels=lambda h: {dsutil.REVISION_LABEL: h},
             )
         except history.Collision:
-            await self._patch_status(ds, {"collisionCount": int(collisions or 0) + 1})
+            await self._write_status(ds, {"collisionCount": int(collisions or 0) + 1})
             return runtime.Result(requeue=True)
         by_node: dict[str, list[Object]] = {}
         for pod in pods:
@@ -121,7 +121,7 @@ class DaemonSetController:
             wait = backoff if wait is None else min(wait, backoff)
         old = ds.get("status") or {}
         if any(old.get(k, 0) != v for k, v in status.items()):
-            await self._patch_status(ds, status)
+            await self._write_status(ds, status)
         name = meta(ds)["name"]
         keep = {meta(update)["name"]} | {
             history.revision_name(name, str((meta(p).get("labels") or {}).get(dsutil.REVISION_LABEL, "")))
@@ -326,17 +326,10 @@ class DaemonSetController:
         }
         return status, wait
 
-    async def _patch_status(self, ds: Object, status: Object) -> None:
-        try:
-            await self.api.resource(DAEMONSETS).patch(
-                meta(ds)["name"],
-                {"status": status},
-                patch_type="merge",
-                namespace=meta(ds)["namespace"],
-                subresource="status",
-            )
-        except errors.NotFound:
-            pass
+    async def _write_status(self, ds: Object, status: Object) -> None:
+        """Put ``status`` over the DaemonSet's current one (upstream's ``UpdateStatus``)."""
+        body = {**(ds.get("status") or {}), **status}
+        await workload.update_status(self.api.resource(DAEMONSETS), ds, body)
 
 
 def _surplus(running: list[Object], hash_: str, surge: bool) -> list[Object]:

@@ -230,10 +230,9 @@ class DeploymentController:
         if not new_revision or annotations.get(du.REVISION) == new_revision:
             return False
         annotations[du.REVISION] = new_revision
-        patch = {"metadata": {"annotations": {du.REVISION: new_revision}}}
-        await self.api.resource(workload.DEPLOYMENTS).patch(
-            meta(d)["name"], patch, namespace=meta(d)["namespace"]
-        )
+        # an update, as upstream (its role grants deployments update, not patch); a conflict retries
+        written = await self.api.resource(workload.DEPLOYMENTS).update(d, namespace=meta(d)["namespace"])
+        meta(d)["resourceVersion"] = meta(written)["resourceVersion"]
         return True
 
     def _new_rs_replicas(self, d: Object, all_rss: list[Object], new_rs: Object) -> int:
@@ -546,13 +545,11 @@ class DeploymentController:
         d["status"] = status
 
     async def _write_status(self, d: Object, status: Object) -> None:
-        body = {**status, "conditions": status.get("conditions") or None}
-        try:
-            await self.api.resource(workload.DEPLOYMENTS).patch(
-                meta(d)["name"], {"status": body}, namespace=meta(d)["namespace"], subresource="status"
-            )
-        except errors.NotFound:
+        body = {k: v for k, v in status.items() if k != "conditions" or v}
+        written = await workload.update_status(self.api.resource(workload.DEPLOYMENTS), d, body)
+        if written is None:
             return
+        meta(d)["resourceVersion"] = meta(written)["resourceVersion"]
         d["status"] = status
 
 

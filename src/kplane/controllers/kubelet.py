@@ -136,7 +136,7 @@ class Kubelet:
         rec = self._recorders.get(node)
         if rec is None:
             rec = self._recorders[node] = events.EventRecorder(
-                self.manager.api.dynamic.resource(common.EVENTS),
+                self.simulator.api(node).dynamic.resource(common.EVENTS),
                 events.EventSource("kubelet", node),
                 clock=self.clock,
             )
@@ -399,7 +399,9 @@ class Kubelet:
             status["initContainerStatuses"] = [_init_status(c, run) for c in spec["initContainers"]]
         if all(old.get(k) == v for k, v in status.items()):
             return
-        pods = self.manager.api.dynamic.resource(common.PODS, pod["metadata"]["namespace"])
+        pods = self.simulator.api(pod["spec"]["nodeName"]).dynamic.resource(
+            common.PODS, pod["metadata"]["namespace"]
+        )
         with contextlib.suppress(errors.NotFound):
             await pods.patch(
                 pod["metadata"]["name"], {"status": status}, patch_type="merge", subresource="status"
@@ -422,7 +424,7 @@ class Kubelet:
         done_at = run.killed_at + datetime.timedelta(seconds=stop)
         if now < done_at:
             return runtime.Result(requeue_after=max(0.001, (done_at - now).total_seconds()))
-        pods = self.manager.api.dynamic.resource(common.PODS, meta["namespace"])
+        pods = self.simulator.api(pod["spec"]["nodeName"]).dynamic.resource(common.PODS, meta["namespace"])
         with contextlib.suppress(errors.NotFound, errors.Conflict):
             await pods.delete(
                 meta["name"], grace_period_seconds=0, preconditions={"uid": meta.get("uid", "")}

@@ -16,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from kplane import runtime
 from kplane.api import errors
+from kplane.client import typed
 from kplane.controllers import common
 
 log = logging.getLogger(__name__)
@@ -70,11 +72,18 @@ def node_conditions(now: str, transitions: dict[str, str] | None = None) -> list
     ]
 
 
-class NodeSimulator:
-    """Registers the simulated Nodes and keeps their Leases and status fresh (module docstring)."""
+NodeAPI = Callable[[str], typed.Client]
+"""The client through which the simulated node of that name (and its kubelet) reaches the server:
+upstream's kubelets each act as ``system:node:<name>`` in the group ``system:nodes``."""
 
-    def __init__(self, manager: runtime.Manager, count: int) -> None:
+
+class NodeSimulator:
+    """Registers the simulated Nodes and keeps their Leases and status fresh (module docstring).
+    Each node's requests go through ``node_api(name)`` (default: the manager's client)."""
+
+    def __init__(self, manager: runtime.Manager, count: int, *, node_api: NodeAPI | None = None) -> None:
         self.manager = manager
+        self.api: NodeAPI = node_api or (lambda _name: manager.api)
         self.count = count
         self.names = [node_name(i) for i in range(count)]
         self.clock = manager.clock
@@ -91,7 +100,7 @@ class NodeSimulator:
     async def start(self) -> None:
         """Register every node, then renew Leases and status until cancelled."""
         try:
-            version = await self.manager.api.rest.request("GET", "/version")
+            version = await self.api(node_name(0)).rest.request("GET", "/version")
             self._version = str(version.get("gitVersion") or self._version)
         except errors.APIError:
             pass
@@ -157,7 +166,7 @@ class NodeSimulator:
 
     async def _register(self, index: int) -> None:
         name = node_name(index)
-        nodes = self.manager.api.dynamic.resource(common.NODES)
+        nodes = self.api(name).dynamic.resource(common.NODES)
         try:
             node = await nodes.create(self._node(index))
         except errors.AlreadyExists:
@@ -173,7 +182,7 @@ class NodeSimulator:
         for c in ((node or {}).get("status") or {}).get("conditions") or []:
             if healthy.get(c.get("type")) == c.get("status") and c.get("lastTransitionTime"):
                 transitions[c["type"]] = c["lastTransitionTime"]
-        nodes = self.manager.api.dynamic.resource(common.NODES)
+        nodes = self.api(name).dynamic.resource(common.NODES)
         status = self._status(index, common.rfc3339(self.clock), transitions)
         await nodes.patch(name, {"status": status}, patch_type="merge", subresource="status")
         self._reported[name] = self.clock.monotonic()
@@ -182,7 +191,7 @@ class NodeSimulator:
 
     async def _renew(self, name: str, node: common.Object | None = None) -> None:
         """Renew ``name``'s Lease (create it, owned by the Node, when missing)."""
-        leases = self.manager.api.dynamic.resource(common.LEASES, common.NODE_LEASE_NAMESPACE)
+        leases = self.api(name).dynamic.resource(common.LEASES, common.NODE_LEASE_NAMESPACE)
         now = self.clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         lease = self._leases.get(name)
         if lease is not None:
@@ -198,7 +207,7 @@ class NodeSimulator:
             lease["spec"]["holderIdentity"] = name
             self._leases[name] = await leases.update(lease)
         except errors.NotFound:
-            owner = node or await self.manager.api.dynamic.resource(common.NODES).get(name)
+            owner = node or await self.api(name).dynamic.resource(common.NODES).get(name)
             body = {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",

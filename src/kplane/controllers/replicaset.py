@@ -205,19 +205,7 @@ class ReplicaSetController:
             old.get("conditions") or []
         ) == (status.get("conditions") or []):
             return
-        body = {"status": {**{k: 0 for k in ("readyReplicas", "availableReplicas")}, **status}}
-        if "conditions" not in status:
-            body["status"]["conditions"] = None
-        try:
-            await self.api.resource(workload.REPLICASETS).patch(
-                meta(rs)["name"],
-                body,
-                patch_type="merge",
-                namespace=meta(rs)["namespace"],
-                subresource="status",
-            )
-        except errors.NotFound:
-            pass
+        await workload.update_status(self.api.resource(workload.REPLICASETS), _with_kind(rs), status)
 
 
 def _with_kind(rs: Object) -> Object:

@@ -173,7 +173,7 @@ class UsageReporter:
         node = self._nodes.store.get_by_key(name) if self._nodes is not None else None
         body = orjson.dumps(node_report(node, pods, common.rfc3339(self.clock)))
         try:
-            await self.manager.api.rest.request("PUT", _PATH.format(name), body=body)
+            await self.simulator.api(name).rest.request("PUT", _PATH.format(name), body=body)
             self._sent[name] = self.clock.monotonic()
         except errors.NotFound:
             self._dirty.add(name)  # the Node is not registered yet

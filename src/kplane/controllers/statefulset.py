@@ -89,7 +89,7 @@ class StatefulSetController:
             )
         except history.Collision:
             collisions = int((sts.get("status") or {}).get("collisionCount") or 0) + 1
-            await self._patch_status(sts, {"collisionCount": collisions})
+            await self._write_status(sts, {"collisionCount": collisions})
             return runtime.Result(requeue=True)
         wanted = (sts.get("status") or {}).get("currentRevision")
         current = next((r for r in revisions if meta(r).get("name") == wanted), update)
@@ -101,7 +101,7 @@ class StatefulSetController:
         )
         old = sts.get("status") or {}
         if any(old.get(k) != v for k, v in status.items()):
-            await self._patch_status(sts, status)
+            await self._write_status(sts, status)
         keep = {status["currentRevision"], status["updateRevision"]} | {
             stsutil.revision_of(p) for p in members
         }
@@ -278,29 +278,24 @@ class StatefulSetController:
             ordinal = stsutil.ordinal_of(sts, pod)
             assert ordinal is not None
             ref = ownership.owner_reference({**pod, "apiVersion": "v1", "kind": "Pod"})
+            claims = self.api.resource(PVCS)
             for claim in stsutil.claim_templates(sts):
+                # read and update, as upstream (its role grants claims get and update, not patch)
                 try:
-                    await self.api.resource(PVCS).patch(
-                        stsutil.claim_name(claim, sts, ordinal),
-                        {"metadata": {"ownerReferences": [ref]}},
-                        patch_type="strategic",
-                        namespace=meta(sts)["namespace"],
+                    pvc = await claims.get(
+                        stsutil.claim_name(claim, sts, ordinal), namespace=meta(sts)["namespace"]
                     )
+                    refs = [r for r in meta(pvc).get("ownerReferences") or () if r.get("uid") != ref["uid"]]
+                    meta(pvc)["ownerReferences"] = [*refs, ref]
+                    await claims.update(pvc, namespace=meta(sts)["namespace"])
                 except errors.NotFound:
                     pass
         await self._delete_pod(sts, pod)
 
-    async def _patch_status(self, sts: Object, status: Object) -> None:
-        try:
-            await self.api.resource(STATEFULSETS).patch(
-                meta(sts)["name"],
-                {"status": status},
-                patch_type="merge",
-                namespace=meta(sts)["namespace"],
-                subresource="status",
-            )
-        except errors.NotFound:
-            pass
+    async def _write_status(self, sts: Object, status: Object) -> None:
+        """Put ``status`` over the StatefulSet's current one (upstream's ``UpdateStatus``)."""
+        body = {**(sts.get("status") or {}), **status}
+        await workload.update_status(self.api.resource(STATEFULSETS), sts, body)
 
 
 class _PodHandler:

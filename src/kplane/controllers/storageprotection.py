@@ -5,8 +5,9 @@ A PersistentVolumeClaim being deleted keeps ``kubernetes.io/pvc-protection`` whi
 (``spec.nodeName`` set) of its namespace names it in a ``persistentVolumeClaim`` volume; the pods are
 listed from the server, not the cache, before the finalizer goes (upstream asks the API server too),
 and any pod event requeues the claims it names. A PersistentVolume being deleted keeps
-``kubernetes.io/pv-protection`` while its phase is ``Bound``. The finalizer is removed with a merge
-patch carrying the object's resourceVersion, so a concurrent change is never overwritten.
+``kubernetes.io/pv-protection`` while its phase is ``Bound``. The finalizer is removed with an update
+(the controllers' roles grant ``update``, not ``patch``) carrying the object's resourceVersion, so a
+concurrent change is never overwritten.
 """
 
 from __future__ import annotations
@@ -45,12 +46,10 @@ def uses(pod: Object, claim: str) -> bool:
 
 async def _drop_finalizer(resource: Any, obj: Object, finalizer: str) -> None:
     finalizers = [f for f in meta(obj).get("finalizers") or () if f != finalizer]
-    body = {
-        "metadata": {"finalizers": finalizers or None, "resourceVersion": meta(obj).get("resourceVersion")}
-    }
+    body = {**obj, "metadata": {**meta(obj), "finalizers": finalizers or None}}
     namespace = meta(obj).get("namespace")
     try:
-        await resource.patch(meta(obj)["name"], body, patch_type="merge", namespace=namespace or None)
+        await resource.update(body, namespace=namespace or None)
     except errors.NotFound:
         pass
 

@@ -262,6 +262,33 @@ async def _ignore_gone(call: Awaitable[Any]) -> Any:
         return None
 
 
+async def update_status(resource: Any, obj: Object, status: Object, *, retries: int = 1) -> Object | None:
+    """Upstream's status write (``updateReplicaSetStatus``, ``storeDaemonSetStatus``...): PUT ``obj``
+    with ``status`` to its ``status`` subresource through ``resource`` (a dynamic resource client);
+    the object's resourceVersion is the precondition, and on a conflict the latest object is read
+    and ``status`` put on it, up to ``retries`` more times. The controllers' roles grant ``update``
+    on ``<resource>/status``, not ``patch``. Returns the written object, None when it is gone; a
+    conflict past the retries raises (the reconcile is retried)."""
+    name, namespace = meta(obj)["name"], meta(obj).get("namespace") or None
+    current = obj
+    for attempt in range(retries + 1):
+        try:
+            written: Object = await resource.update(
+                {**current, "status": status}, namespace=namespace, subresource="status"
+            )
+            return written
+        except errors.NotFound:
+            return None
+        except errors.Conflict:
+            if attempt == retries:
+                raise
+        try:
+            current = await resource.get(name, namespace=namespace)
+        except errors.NotFound:
+            return None
+    return None
+
+
 # Expectations.
 
 

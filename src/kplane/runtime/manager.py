@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import signal
 from collections.abc import Coroutine
@@ -99,6 +100,7 @@ class Manager:
         self._failure: asyncio.Future[BaseException] | None = None
         self._elector: leaderelection.LeaderElector | None = None
         self._webhook_server: webhook_server.WebhookServer | None = None
+        self._apis: list[typed_mod.Client] = []
 
     # Assembly.
 
@@ -127,6 +129,33 @@ class Manager:
         )
         self._recorders.append(recorder)
         return recorder
+
+    def with_api(self, api: typed_mod.Client) -> Manager:
+        """A view of this manager whose own requests go through ``api`` (another identity): its
+        ``api``, its ``client`` (which still reads from the shared cache) and its event recorders
+        use ``api``; the cache, clock, metrics, tracer, servers and what runs are this manager's
+        (``add`` on the view adds here; the view itself is never started). As upstream's
+        kube-controller-manager with ``--use-service-account-credentials``: shared informers under
+        the manager's identity, each controller's requests under its own. ``close`` closes ``api``.
+        """
+        self.adopt(api)
+        view = copy.copy(self)
+        view.api = api
+        view.client = client_mod.Client(self.cache, api, field_manager=self.options.field_manager)
+        return view
+
+    def adopt(self, api: typed_mod.Client) -> None:
+        """Count ``api``'s requests in this manager's metrics and traces, and close it with the
+        manager's (``close``)."""
+        api.rest.observer = self.metrics.observe_request
+        if self.tracer is not None:
+            api.rest.write_observer = self.tracer.observe_write
+        self._apis.append(api)
+
+    async def close(self) -> None:
+        """Close the manager's client and those of its ``with_api`` views (after it stopped)."""
+        for api in (self.api, *self._apis):
+            await api.close()
 
     def is_leader(self) -> bool:
         """True while this manager runs the leader-only runnables."""

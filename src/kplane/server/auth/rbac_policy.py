@@ -3,14 +3,21 @@
 The contents follow upstream's ``bootstrappolicy`` (its ``testdata/cluster-roles.yaml`` and
 ``cluster-role-bindings.yaml``): the user-facing roles with their aggregation, discovery and
 self-review roles bound to everyone, ``cluster-admin`` bound to ``system:masters``, and the
-``system:controller:*`` roles of the controllers kplane runs or will run (each bound to the
-service account of the same name in ``kube-system``). Every object carries the bootstrapping label
-and the ``autoupdate`` annotation; ``bootstrap.reconcile`` keeps them current at each start.
+``system:controller:*`` roles of the controllers kplane runs (``rbac_controller_policy``, each bound
+to the service account of the same name in ``kube-system``), and the roles of the control plane's
+own identities: ``system:kube-controller-manager`` and ``system:kube-scheduler`` (bound to those
+users) and ``system:node`` (bound to nobody, as upstream, where the Node authorizer serves kubelets;
+kplane has none and grants it to the group ``system:nodes`` by ``kplane:nodes``, with
+``kplane:resource-usage-reporter`` for the simulated kubelets' usage reports). Every object carries
+the bootstrapping label and the ``autoupdate`` annotation; ``bootstrap.reconcile`` keeps them
+current at each start.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from kplane.server.auth.rbac_controller_policy import CONTROLLERS, EVENTS
 
 Object = dict[str, Any]
 
@@ -20,11 +27,6 @@ _AGG = "rbac.authorization.k8s.io/aggregate-to-"
 _READ = ["get", "list", "watch"]
 _WRITE = ["create", "delete", "deletecollection", "patch", "update"]
 _ALLV = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-_EVENTS = {
-    "apiGroups": ["", "events.k8s.io"],
-    "resources": ["events"],
-    "verbs": ["create", "patch", "update"],
-}
 
 
 def _r(verbs: list[str], groups: list[str], resources: list[str], names: list[str] | None = None) -> Object:
@@ -201,85 +203,74 @@ _ADMIN_RULES = [
 
 _HEALTH = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
 
-# Controllers kplane runs or will run: upstream's controller_policy.go rules for each.
-_CONTROLLERS: dict[str, list[Object]] = {
-    "namespace-controller": [
-        _r(["delete", "get", "list", "watch"], [""], ["namespaces"]),
-        _r(["update"], [""], ["namespaces/finalize", "namespaces/status"]),
-        _r(["delete", "deletecollection", "get", "list"], ["*"], ["*"]),
+KCM_USER = "system:kube-controller-manager"
+SCHEDULER_USER = "system:kube-scheduler"
+NODES_GROUP = "system:nodes"
+NODE_USER_PREFIX = "system:node:"
+NODES_BINDING = "kplane:nodes"
+USAGE_REPORTER = "kplane:resource-usage-reporter"
+
+# The control plane components' own roles (upstream policy.go, 1.32).
+_COMPONENTS: dict[str, list[Object]] = {
+    # the manager's identity: shared informers (list/watch everything), its Lease, and what it needs
+    # to give each controller a ServiceAccount identity of its own
+    KCM_USER: [
+        EVENTS,
+        _r(["create"], ["coordination.k8s.io"], ["leases"]),
+        _r(["get", "update"], ["coordination.k8s.io"], ["leases"], ["kube-controller-manager"]),
+        _r(["create"], [""], ["secrets", "serviceaccounts"]),
+        _r(["delete"], [""], ["secrets"]),
+        _r(["get"], [""], ["configmaps", "namespaces", "secrets", "serviceaccounts"]),
+        _r(["update"], [""], ["secrets", "serviceaccounts"]),
+        _r(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+        _r(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+        _r(["list", "watch"], ["*"], ["*"]),
+        _r(["create"], [""], ["serviceaccounts/token"]),
     ],
-    "generic-garbage-collector": [_r(["delete", "get", "list", "patch", "update", "watch"], ["*"], ["*"])],
-    "deployment-controller": [
-        _r(["get", "list", "update", "watch"], ["apps", "extensions"], ["deployments"]),
-        _r(["update"], ["apps", "extensions"], ["deployments/status"]),
-        _r(["update"], ["apps", "extensions"], ["deployments/finalizers"]),
-        _r(
-            ["create", "delete", "get", "list", "patch", "update", "watch"],
-            ["apps", "extensions"],
-            ["replicasets"],
-        ),
-        _r(["get", "list", "update", "watch"], [""], ["pods"]),
-        _EVENTS,
+    SCHEDULER_USER: [
+        EVENTS,
+        _r(["create"], ["coordination.k8s.io"], ["leases"]),
+        _r(["get", "update"], ["coordination.k8s.io"], ["leases"], ["kube-scheduler"]),
+        _r(_READ, [""], ["nodes"]),
+        _r(["delete", "get", "list", "watch"], [""], ["pods"]),
+        _r(["create"], [""], ["bindings", "pods/binding"]),
+        _r(["patch", "update"], [""], ["pods/status"]),
+        _r(_READ, [""], ["replicationcontrollers", "services"]),
+        _r(_READ, ["apps", "extensions"], ["replicasets"]),
+        _r(_READ, ["apps"], ["statefulsets"]),
+        _r(_READ, ["policy"], ["poddisruptionbudgets"]),
+        _r(_READ, [""], ["persistentvolumeclaims", "persistentvolumes"]),
+        _r(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+        _r(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+        _r(_READ, ["storage.k8s.io"], ["csinodes"]),
+        _r(_READ, [""], ["namespaces"]),
+        _r(_READ, ["storage.k8s.io"], ["csidrivers"]),
+        _r(_READ, ["storage.k8s.io"], ["csistoragecapacities"]),
     ],
-    "replicaset-controller": [
-        _r(["get", "list", "update", "watch"], ["apps", "extensions"], ["replicasets"]),
-        _r(["update"], ["apps", "extensions"], ["replicasets/status"]),
-        _r(["update"], ["apps", "extensions"], ["replicasets/finalizers"]),
-        _r(["create", "delete", "list", "patch", "watch"], [""], ["pods"]),
-        _EVENTS,
-    ],
-    "job-controller": [
-        _r(["get", "list", "update", "watch"], ["batch"], ["jobs"]),
-        _r(["update"], ["batch"], ["jobs/status"]),
-        _r(["update"], ["batch"], ["jobs/finalizers"]),
-        _r(["create", "delete", "list", "patch", "watch"], [""], ["pods"]),
-        _EVENTS,
-    ],
-    # upstream plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go
-    "horizontal-pod-autoscaler": [
-        _r(["get", "list", "watch"], ["autoscaling"], ["horizontalpodautoscalers"]),
-        _r(["update"], ["autoscaling"], ["horizontalpodautoscalers/status"]),
-        _r(["get", "update"], ["*"], ["*/scale"]),
-        _r(["list"], [""], ["pods"]),
-        _r(["list"], ["metrics.k8s.io"], ["pods"]),
-        _r(["get", "list"], ["custom.metrics.k8s.io"], ["*"]),
-        _r(["get", "list"], ["external.metrics.k8s.io"], ["*"]),
-        _EVENTS,
-    ],
-    "daemon-set-controller": [
-        _r(["get", "list", "watch"], ["apps", "extensions"], ["daemonsets"]),
-        _r(["update"], ["apps", "extensions"], ["daemonsets/status"]),
-        _r(["update"], ["apps", "extensions"], ["daemonsets/finalizers"]),
-        _r(["list", "watch"], [""], ["nodes"]),
-        _r(["create", "delete", "list", "patch", "watch"], [""], ["pods"]),
-        _r(["create"], [""], ["pods/binding"]),
-        _r(
-            ["create", "delete", "get", "list", "patch", "update", "watch"],
-            ["apps"],
-            ["controllerrevisions"],
-        ),
-        _EVENTS,
-    ],
-    "statefulset-controller": [
-        _r(["list", "watch"], [""], ["pods"]),
-        _r(["get", "list", "watch"], ["apps"], ["statefulsets"]),
-        _r(["update"], ["apps"], ["statefulsets/status"]),
-        _r(["update"], ["apps"], ["statefulsets/finalizers"]),
-        _r(["create", "delete", "get", "patch", "update"], [""], ["pods"]),
-        _r(
-            ["create", "delete", "get", "list", "patch", "update", "watch"],
-            ["apps"],
-            ["controllerrevisions"],
-        ),
-        _r(["create", "delete", "get", "patch", "update"], [""], ["persistentvolumeclaims"]),
-        _EVENTS,
-    ],
-    "clusterrole-aggregation-controller": [
-        _r(
-            ["escalate", "get", "list", "patch", "update", "watch"],
-            ["rbac.authorization.k8s.io"],
-            ["clusterroles"],
-        )
+    # the kubelets' rules; upstream binds the role to nobody (see cluster_role_bindings)
+    "system:node": [
+        _r(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+        _r(["create"], ["authorization.k8s.io"], ["localsubjectaccessreviews", "subjectaccessreviews"]),
+        _r(_READ, [""], ["services"]),
+        _r(["create", "get", "list", "watch"], [""], ["nodes"]),
+        _r(["patch", "update"], [""], ["nodes/status"]),
+        _r(["patch", "update"], [""], ["nodes"]),
+        _r(["create", "patch", "update"], [""], ["events"]),
+        _r(_READ, [""], ["pods"]),
+        _r(["create", "delete"], [""], ["pods"]),
+        _r(["patch", "update"], [""], ["pods/status"]),
+        _r(["create"], [""], ["pods/eviction"]),
+        _r(_READ, [""], ["configmaps", "secrets"]),
+        _r(["get"], [""], ["persistentvolumeclaims", "persistentvolumes"]),
+        _r(["get"], [""], ["endpoints"]),
+        _r(["create", "get", "list", "watch"], ["certificates.k8s.io"], ["certificatesigningrequests"]),
+        _r(["create", "delete", "get", "patch", "update"], ["coordination.k8s.io"], ["leases"]),
+        _r(["get"], ["storage.k8s.io"], ["volumeattachments"]),
+        _r(["create"], [""], ["serviceaccounts/token"]),
+        _r(["get", "patch", "update"], [""], ["persistentvolumeclaims/status"]),
+        _r(_READ, ["storage.k8s.io"], ["csidrivers"]),
+        _r(["create", "delete", "get", "patch", "update"], ["storage.k8s.io"], ["csinodes"]),
+        _r(_READ, ["node.k8s.io"], ["runtimeclasses"]),
     ],
 }
 
@@ -363,7 +354,10 @@ def cluster_roles() -> list[Object]:
             [_urls(["get"], ["/.well-known/openid-configuration", "/openid/v1/jwks"])],
         ),
     ]
-    roles.extend(_role(f"system:controller:{n}", rules) for n, rules in _CONTROLLERS.items())
+    roles.extend(_role(name, rules) for name, rules in _COMPONENTS.items())
+    # kplane's own: a simulated kubelet reports its pods' usage where metrics-server would scrape it
+    roles.append(_role(USAGE_REPORTER, [_urls(["put"], ["/kplane/v1/nodes/*"])]))
+    roles.extend(_role(f"system:controller:{n}", rules) for n, rules in CONTROLLERS.items())
     return _deep_copy(roles)
 
 
@@ -377,12 +371,16 @@ def _binding(name: str, role: str, subjects: list[Object]) -> Object:
             "annotations": {AUTOUPDATE: "true"},
         },
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": subjects,
+        **({"subjects": subjects} if subjects else {}),
     }
 
 
 def _group(name: str) -> Object:
     return {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": name}
+
+
+def _user(name: str) -> Object:
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}
 
 
 def cluster_role_bindings() -> list[Object]:
@@ -402,6 +400,14 @@ def cluster_role_bindings() -> list[Object]:
             "system:service-account-issuer-discovery",
             [_group("system:serviceaccounts")],
         ),
+        _binding("system:kube-controller-manager", "system:kube-controller-manager", [_user(KCM_USER)]),
+        _binding("system:kube-scheduler", "system:kube-scheduler", [_user(SCHEDULER_USER)]),
+        # upstream leaves it without subjects: the Node authorizer, not RBAC, grants kubelets their rights
+        _binding("system:node", "system:node", []),
+        # kplane has no Node authorizer: kubelets (the simulated ones act as system:node:<name>) get
+        # the system:node role through RBAC, as every upstream cluster did before 1.8
+        _binding(NODES_BINDING, "system:node", [_group(NODES_GROUP)]),
+        _binding(USAGE_REPORTER, USAGE_REPORTER, [_group(NODES_GROUP)]),
     ]
     out.extend(
         _binding(
@@ -409,7 +415,7 @@ def cluster_role_bindings() -> list[Object]:
             f"system:controller:{n}",
             [{"kind": "ServiceAccount", "name": n, "namespace": "kube-system"}],
         )
-        for n in _CONTROLLERS
+        for n in CONTROLLERS
     )
     return out
 

@@ -61,8 +61,9 @@ def _merge_binding(current: Object, wanted: Object) -> Object:
         merged.update(meta.get(key) or {})
         meta[key] = merged
     subjects = list(new.get("subjects") or [])
-    subjects.extend(s for s in wanted["subjects"] if s not in subjects)
-    new["subjects"] = subjects
+    subjects.extend(s for s in wanted.get("subjects") or () if s not in subjects)
+    if subjects:
+        new["subjects"] = subjects
     return new
 
 
