@@ -86,7 +86,6 @@ def test_each_controller_writes_as_its_own_identity(audited: e2e.Server) -> None
         (SA + "namespace-controller", "update", "namespaces", "finalize"),
         (SA + "generic-garbage-collector", "delete", "replicasets", ""),
         (SA + "root-ca-cert-publisher", "create", "configmaps", ""),
-        (SA + "service-account-controller", "create", "serviceaccounts", ""),
         ("system:kube-controller-manager", "create", "serviceaccounts", "token"),
     }
     deadline = time.monotonic() + 30
@@ -224,3 +223,41 @@ def test_controller_roles_are_upstreams(audited: e2e.Server) -> None:
     ]
     node = json.loads(audited.kubectl("get", "clusterrolebinding", "system:node", "-o", "json").stdout)
     assert "subjects" not in node  # upstream binds it to nobody (the Node authorizer grants kubelets)
+
+
+def test_a_node_reports_the_usage_of_its_own_node_only(audited: e2e.Server, tmp_path: Path) -> None:
+    """A simulated kubelet's identity may PUT its node's usage report (kplane:resource-usage-reporter)
+    but not another node's: NodeRestriction's message (plugin/pkg/admission/noderestriction)."""
+    nodes = str(audited.data_dir / "controllers" / "nodes.kubeconfig")
+    body = tmp_path / "report.json"
+    body.write_text(
+        json.dumps(
+            {
+                "timestamp": "2026-01-01T00:00:00Z",
+                "window": "15s",
+                "usage": {"cpu": "0", "memory": "0"},
+                "pods": [],
+            }
+        )
+    )
+
+    def put(context: str, node: str) -> subprocess.CompletedProcess[str]:
+        path = f"/kplane/v1/nodes/{node}/resource-usage"
+        return audited.kubectl(
+            "--kubeconfig",
+            nodes,
+            "--context",
+            context,
+            "replace",
+            "--raw",
+            path,
+            "-f",
+            str(body),
+            check=False,
+        )
+
+    own = put("kplane-node-1", "kplane-node-1")
+    assert own.returncode == 0, own.stderr
+    other = put("kplane-node-1", "kplane-node-0")
+    assert other.returncode != 0
+    assert 'node "kplane-node-1" is not allowed to modify node "kplane-node-0"' in other.stderr

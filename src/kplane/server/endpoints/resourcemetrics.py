@@ -30,6 +30,8 @@ from kplane._util.clock import Clock
 from kplane.api import errors, fields, labels, quantity
 from kplane.api.gvk import GroupResource
 from kplane.server import storage
+from kplane.server.auth import authn
+from kplane.server.auth.rbac_policy import NODE_USER_PREFIX
 from kplane.server.endpoints.scope import Scope
 
 Object = dict[str, Any]
@@ -266,9 +268,18 @@ async def list_(scope: Scope, *, store: UsageStore) -> web.StreamResponse:
 
 
 async def feed(request: web.BaseRequest, node: str, store: UsageStore) -> web.StreamResponse:
-    """``PUT /kplane/v1/nodes/<node>/resource-usage``: 200 with an empty Status on success."""
+    """``PUT /kplane/v1/nodes/<node>/resource-usage``: 200 with an empty Status on success. A node
+    identity (``system:node:<name>``) may report only its own node (403 otherwise)."""
     if request.method != "PUT":
         raise errors.method_not_allowed()
+    user = request.get(authn.USER_KEY)
+    reporter = user.name.removeprefix(NODE_USER_PREFIX) if user is not None else ""
+    if user is not None and user.name.startswith(NODE_USER_PREFIX) and reporter != node:
+        # NodeRestriction's rule (plugin/pkg/admission/noderestriction): a node speaks for itself only
+        raise errors.Forbidden(
+            f'nodes "{node}" is forbidden: node "{reporter}" is not allowed to modify node "{node}"',
+            details={"name": node, "kind": "nodes"},
+        )
     try:
         body = await request.read()
     except web.HTTPRequestEntityTooLarge:
