@@ -261,3 +261,18 @@ def test_a_node_reports_the_usage_of_its_own_node_only(audited: e2e.Server, tmp_
     other = put("kplane-node-1", "kplane-node-0")
     assert other.returncode != 0
     assert 'node "kplane-node-1" is not allowed to modify node "kplane-node-0"' in other.stderr
+
+
+def test_a_deleted_controller_account_is_recreated_with_a_new_token(audited: e2e.Server) -> None:
+    """Deleting kube-system/deployment-controller invalidates its token (401); the manager recreates
+    the account and asks for a new token, and Deployments roll out again."""
+    old = json.loads(
+        audited.kubectl("get", "sa", "deployment-controller", "-n", "kube-system", "-o", "json").stdout
+    )
+    audited.kubectl("delete", "sa", "deployment-controller", "-n", "kube-system")
+    audited.kubectl("create", "deployment", "after", "--image=nginx", "--replicas=1")
+    audited.kubectl("rollout", "status", "deployment/after", "--timeout=60s")
+    new = json.loads(
+        audited.kubectl("get", "sa", "deployment-controller", "-n", "kube-system", "-o", "json").stdout
+    )
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]

@@ -93,6 +93,20 @@ def node_clients(path: Path) -> dict[str, Any]:
 class _Token:
     value: str
     renew_at: float  # monotonic
+    issued: float  # monotonic
+
+
+class _Source:
+    """A ``Config.token_source``: the current token of one ServiceAccount, renewed on demand."""
+
+    def __init__(self, accounts: ServiceAccountIdentities, name: str) -> None:
+        self.accounts, self.name = accounts, name
+
+    def __call__(self) -> str:
+        return self.accounts._tokens[self.name].value
+
+    def invalidate(self) -> None:
+        self.accounts.invalidate(self.name)
 
 
 class ServiceAccountIdentities:
@@ -122,14 +136,15 @@ class ServiceAccountIdentities:
 
         await self._ensure_account(name)
         await self._renew(name)
-        config = dataclasses.replace(self._base, token_source=lambda: self._tokens[name].value)
+        config = dataclasses.replace(self._base, token_source=_Source(self, name))
         return self.manager.with_api(typed.Client(config))
 
     def need_leader_election(self) -> bool:
         return False  # a standby's controllers need their tokens the moment they lead
 
     async def start(self) -> None:
-        """Renew each token once ``RENEW_AT`` of its lifetime passed; until cancelled."""
+        """Renew each token once ``RENEW_AT`` of its lifetime passed, or at once when the server
+        refused it (``invalidate``); until cancelled."""
         while True:
             now = self.clock.monotonic()
             due = [n for n, t in self._tokens.items() if t.renew_at <= now]
@@ -141,7 +156,23 @@ class ServiceAccountIdentities:
                     log.warning("renewing the token of %s/%s: %s", NAMESPACE, name, err)
                     self._tokens[name].renew_at = now + RETRY_SECONDS
             nxt = min((t.renew_at for t in self._tokens.values()), default=now + TOKEN_SECONDS)
-            await self.clock.sleep(max(0.0, nxt - self.clock.monotonic()))
+            self._wake.clear()
+            sleep = asyncio.ensure_future(self.clock.sleep(max(0.0, nxt - self.clock.monotonic())))
+            woken = asyncio.ensure_future(self._wake.wait())
+            try:
+                await asyncio.wait({sleep, woken}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sleep.cancel()
+                woken.cancel()
+
+    def invalidate(self, name: str) -> None:
+        """The server refused ``name``'s token (401: its ServiceAccount was deleted, say): renew it
+        now, unless it was issued less than ``RETRY_SECONDS`` ago."""
+        token = self._tokens.get(name)
+        if token is None or self.clock.monotonic() - token.issued < RETRY_SECONDS:
+            return
+        token.renew_at = 0.0
+        self._wake.set()
 
     async def _ensure_account(self, name: str) -> None:
         from kplane.client import dynamic
@@ -171,4 +202,5 @@ class ServiceAccountIdentities:
         if isinstance(expires, str):
             left = datetime.datetime.fromisoformat(expires) - self.clock.now()
             lifetime = max(1, int(left.total_seconds()))
-        self._tokens[name] = _Token(token, self.clock.monotonic() + lifetime * RENEW_AT)
+        now = self.clock.monotonic()
+        self._tokens[name] = _Token(token, now + lifetime * RENEW_AT, now)

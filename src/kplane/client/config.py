@@ -245,6 +245,9 @@ class Config:
         self._auth.file_token_read_at = None
         if self._auth.exec is not None:
             self._auth.exec.invalidate()
+        invalidate = getattr(self.token_source, "invalidate", None)
+        if invalidate is not None:
+            invalidate()  # a token source that can renew (``invalidate()``) is told to
 
     def ssl_context(self, *, client_cert: ClientCert | None = None) -> ssl.SSLContext:
         """A client TLS context: the configured CA (else the system roots), TLS >= 1.2.

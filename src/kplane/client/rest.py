@@ -108,7 +108,9 @@ class RESTClient:
         self._pool: http1.Pool | None = None
         self._lean = session_factory is None and not config.proxy_url
         self._timeout = aiohttp.ClientTimeout(total=config.timeout)
-        self._can_refresh = bool(config.token_file or config.exec_provider is not None)
+        self._can_refresh = bool(
+            config.token_file or config.exec_provider is not None or config.token_source is not None
+        )
 
     async def __aenter__(self) -> RESTClient:
         return self
