@@ -10,9 +10,11 @@ downstream may then rely on the bound: a stored object plus the envelopes it is 
 watch event, Table row, ``managedFields``) stays well inside orjson's limit and Python's stack.
 
 orjson keeps the last of two equal keys silently. Finding ``duplicate field "name"`` for
-``fieldValidation`` therefore compares the number of keys in the text (every ``:`` outside a string
-separates one) with the number orjson kept: equal counts prove there is no duplicate, and only a
-body that really has one is parsed again (by the standard library, which can see every pair).
+``fieldValidation`` therefore compares the colons of the body with those of the parsed value
+encoded again (equal without ``\\u`` escapes proves that no key was dropped), else the number of
+keys in the text (every ``:`` outside a string separates one) with the number orjson kept: equal
+counts prove there is no duplicate, and only a body that really has one is parsed again (by the
+standard library, which can see every pair).
 """
 
 from __future__ import annotations
@@ -92,6 +94,15 @@ def _deep_opener(body: bytes) -> str:
 def duplicate_fields(body: bytes, value: Any) -> list[str]:
     """``duplicate field "k"`` for every key repeated within one object of ``body`` (already parsed
     into ``value``, at most ``MAX_DEPTH`` deep), in text order."""
+    if b"\\u" not in body:
+        # Without \u escapes every string (keys too) is written back with the same colons, so the
+        # re-encoded value has exactly as many colons as the body unless a repeated key (at least
+        # its separator) was dropped. One C encode instead of a walk in Python.
+        try:
+            if body.count(b":") == orjson.dumps(value).count(b":"):
+                return []
+        except TypeError:
+            pass  # a value orjson cannot encode (an integer beyond 64 bits): count keys instead
     kept = _key_count(value)
     if body.count(b":") == kept:
         return []  # every colon is a key separator, and each key survived: none repeats

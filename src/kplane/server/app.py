@@ -45,6 +45,7 @@ from kplane.server.endpoints import (
     nonresource,
     oidc,
     resourcemetrics,
+    scope,
 )
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
@@ -591,10 +592,14 @@ def _token_review(
 
 
 def _request_factory(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
-    """Requests that accept bodies up to the API's 3 MiB limit (aiohttp's default is 1 MiB)."""
-    return web.BaseRequest(
+    """Requests that accept bodies up to the API's 3 MiB limit (aiohttp's default is 1 MiB), with
+    an empty set of audit annotations (admission records into it; the audit filter, when on,
+    replaces it with the one it logs), so that reading it never raises and catches a KeyError."""
+    request = web.BaseRequest(
         message, payload, protocol, writer, task, asyncio.get_running_loop(), client_max_size=MAX_BODY_BYTES
     )
+    request[scope.AUDIT_ANNOTATIONS] = {}
+    return request
 
 
 class ListenError(OSError):

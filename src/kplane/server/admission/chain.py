@@ -127,7 +127,7 @@ def build(names: Iterable[str], ctx: plugin.Context) -> admitting.Admission:
     # (``Base.resources``): every write pays for these calls.
     with_mutate = [p for p in plugins if type(p).mutate is not plugin.Base.mutate]
     with_validate = [p for p in plugins if type(p).validate is not plugin.Base.validate]
-    Admit = Callable[[admitting.Attributes], Awaitable[None]]
+    Admit = Callable[[admitting.Attributes], Awaitable[None] | None]
     passes: dict[tuple[str, str], tuple[list[Admit], list[Admit]]] = {}
 
     def for_resource(record: ResourceRecord) -> tuple[list[Admit], list[Admit]]:
@@ -143,17 +143,23 @@ def build(names: Iterable[str], ctx: plugin.Context) -> admitting.Admission:
     async def mutate(attrs: admitting.Attributes) -> None:
         mutators = for_resource(attrs.record)[0]
         for admit in mutators:
-            await admit(attrs)
+            pending = admit(attrs)
+            if pending is not None:
+                await pending
         again = attrs.reinvocation
         if again is not None and again.requested and again.round == 0:
             # upstream's reinvocation (admission/reinvocation.go): the whole mutating pass once more
             again.round = 1
             for admit in mutators:
-                await admit(attrs)
+                pending = admit(attrs)
+                if pending is not None:
+                    await pending
 
     async def validate(attrs: admitting.Attributes) -> None:
         for admit in for_resource(attrs.record)[1]:
-            await admit(attrs)
+            pending = admit(attrs)
+            if pending is not None:
+                await pending
 
     memo: dict[tuple[str, str], bool] = {}
     # Plugins driven by stored configurations (webhooks) answer afresh each time.

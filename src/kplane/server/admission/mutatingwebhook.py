@@ -12,6 +12,7 @@ With no configuration in force, a write costs one attribute read.
 from __future__ import annotations
 
 import copy
+from collections.abc import Awaitable
 from typing import Any
 
 import orjson
@@ -41,9 +42,12 @@ class MutatingWebhook(plugin.Base):
     def mutates(self, group: str, plural: str) -> bool:
         return not self._source.empty
 
-    async def mutate(self, attrs: admitting.Attributes) -> None:
+    def mutate(self, attrs: admitting.Attributes) -> Awaitable[None] | None:
         if self._source.empty or matching.exempt(attrs.record):
-            return
+            return None
+        return self._mutate(attrs)
+
+    async def _mutate(self, attrs: admitting.Attributes) -> None:
         hooks = await self._source.hooks()
         if not hooks:
             return

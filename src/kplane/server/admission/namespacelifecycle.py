@@ -13,6 +13,8 @@ Recreating system namespaces that went missing is a controller's job (``registry
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from kplane.api import errors
 from kplane.api.gvk import GroupResource
 from kplane.server.admission import plugin
@@ -29,8 +31,9 @@ class NamespaceLifecycle(plugin.Base):
 
     def __init__(self, ctx: plugin.Context) -> None:
         self.ctx = ctx
+        self._namespaces = ctx.record("", "v1", "namespaces")
 
-    async def mutate(self, attrs: admitting.Attributes) -> None:
+    def mutate(self, attrs: admitting.Attributes) -> Awaitable[None] | None:
         record = attrs.record
         if record.group == "" and record.plural == "namespaces":
             if attrs.operation == "DELETE" and attrs.name in IMMORTAL_NAMESPACES:
@@ -38,34 +41,45 @@ class NamespaceLifecycle(plugin.Base):
                     f'{_NAMESPACES} "{attrs.name}" is forbidden: this namespace may not be deleted',
                     details={"name": attrs.name, "kind": "namespaces"},
                 )
-            return
+            return None
         if (
             not record.namespaced
             or attrs.operation in ("DELETE", "CONNECT")
             or (record.group, record.plural) in _SKIPPED
         ):
-            return
-        ns = await self.ctx.get(self.ctx.record("", "v1", "namespaces"), "", attrs.namespace)
-        if ns is None:
-            raise errors.not_found(_NAMESPACES, attrs.namespace)
-        if attrs.operation != "CREATE":
-            return
-        terminating = plugin.as_dict(ns.get("metadata")).get("deletionTimestamp") or (
-            plugin.as_dict(ns.get("status")).get("phase") == "Terminating"
+            return None
+        ns = self.ctx.cached(self._namespaces, "", attrs.namespace)
+        if ns is None:  # not in the cache, or the cache is behind: read it (and refuse) as it says
+            return self._looked_up(attrs)
+        _check(attrs, ns)
+        return None
+
+    async def _looked_up(self, attrs: admitting.Attributes) -> None:
+        _check(attrs, await self.ctx.get(self._namespaces, "", attrs.namespace))
+
+
+def _check(attrs: admitting.Attributes, ns: plugin.Object | None) -> None:
+    """Refuse a write into namespace ``ns`` (None: it does not exist), as upstream."""
+    if ns is None:
+        raise errors.not_found(_NAMESPACES, attrs.namespace)
+    if attrs.operation != "CREATE":
+        return
+    terminating = plugin.as_dict(ns.get("metadata")).get("deletionTimestamp") or (
+        plugin.as_dict(ns.get("status")).get("phase") == "Terminating"
+    )
+    if terminating:
+        namespace = attrs.namespace
+        raise errors.Forbidden(
+            f"unable to create new content in namespace {namespace} because it is being terminated",
+            details={
+                "name": namespace,
+                "kind": "namespaces",
+                "causes": [
+                    {
+                        "reason": "NamespaceTerminating",
+                        "message": f"namespace {namespace} is being terminated",
+                        "field": "metadata.namespace",
+                    }
+                ],
+            },
         )
-        if terminating:
-            namespace = attrs.namespace
-            raise errors.Forbidden(
-                f"unable to create new content in namespace {namespace} because it is being terminated",
-                details={
-                    "name": namespace,
-                    "kind": "namespaces",
-                    "causes": [
-                        {
-                            "reason": "NamespaceTerminating",
-                            "message": f"namespace {namespace} is being terminated",
-                            "field": "metadata.namespace",
-                        }
-                    ],
-                },
-            )

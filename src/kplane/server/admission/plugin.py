@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,6 +46,20 @@ class Context:
         assert found is not None, (group, version, plural)
         return found
 
+    def cached(self, record: ResourceRecord, namespace: str, name: str) -> Object | None:
+        """The stored object as ``get`` would find it in the cache, without waiting or converting
+        it to ``record``'s version (for fields every version shares, such as metadata), or None
+        when that cannot be told at once (then ``await get``). Shared: treat as read-only."""
+        peek = getattr(self.storage, "current_peek", None)
+        return peek(record.key(namespace, name)) if peek is not None else None
+
+    def surely_none(self, record: ResourceRecord, namespace: str) -> bool:
+        """True when ``list(record, namespace)`` would surely answer nothing (told at once from the
+        cache); False when unsure."""
+        empty = getattr(self.storage, "surely_empty", None)
+        prefix = record.key(namespace, "") if namespace else record.key_prefix
+        return empty is not None and bool(empty(prefix))
+
     async def get(self, record: ResourceRecord, namespace: str, name: str) -> Object | None:
         """The object, or None when it does not exist. Read from the cache as it is; a miss is
         checked again once the cache is in sync with a store shared with other servers (upstream's
@@ -71,13 +86,17 @@ class Context:
 class Plugin(Protocol):
     """One plugin. ``mutate`` runs in the first pass (may change ``attrs.obj`` in place),
     ``validate`` in the second (must not); either refuses by raising an ``errors.APIError``.
-    ``mutates(group, plural)``: whether ``mutate`` may change objects of that resource."""
+    ``mutates(group, plural)``: whether ``mutate`` may change objects of that resource.
+
+    Either pass returns None when it is done at once (it decided without waiting: the common
+    case, such as no webhook configured, costs no coroutine), else an awaitable that finishes it
+    (an ``async def`` pass always returns one)."""
 
     name: str
 
-    async def mutate(self, attrs: admitting.Attributes) -> None: ...
+    def mutate(self, attrs: admitting.Attributes) -> Awaitable[None] | None: ...
 
-    async def validate(self, attrs: admitting.Attributes) -> None: ...
+    def validate(self, attrs: admitting.Attributes) -> Awaitable[None] | None: ...
 
     def mutates(self, group: str, plural: str) -> bool: ...
 
@@ -93,10 +112,10 @@ class Base:
     name = ""
     resources: frozenset[tuple[str, str]] | None = None
 
-    async def mutate(self, attrs: admitting.Attributes) -> None:
+    def mutate(self, attrs: admitting.Attributes) -> Awaitable[None] | None:
         return None
 
-    async def validate(self, attrs: admitting.Attributes) -> None:
+    def validate(self, attrs: admitting.Attributes) -> Awaitable[None] | None:
         return None
 
     def mutates(self, group: str, plural: str) -> bool:

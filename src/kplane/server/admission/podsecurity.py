@@ -71,6 +71,7 @@ def _without_images(spec: Any) -> Any:
 
 class PodSecurity(plugin.Base):
     name = NAME
+    resources = frozenset({("", "namespaces"), ("", "pods"), *_TEMPLATES})
 
     def __init__(self, ctx: plugin.Context) -> None:
         self.ctx = ctx

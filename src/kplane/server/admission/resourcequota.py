@@ -18,6 +18,7 @@ the quota controller's (``registry.quotas``).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from decimal import Decimal
 from typing import Any
 
@@ -43,15 +44,19 @@ class ResourceQuota(plugin.Base):
 
     def __init__(self, ctx: plugin.Context) -> None:
         self.ctx = ctx
+        self._quotas = ctx.record("", "v1", "resourcequotas")
 
-    async def validate(self, attrs: admitting.Attributes) -> None:
+    def validate(self, attrs: admitting.Attributes) -> Awaitable[None] | None:
+        if attrs.operation not in ("CREATE", "UPDATE") or attrs.subresource or not attrs.record.namespaced:
+            return None
+        if attrs.obj is None or self.ctx.surely_none(self._quotas, attrs.namespace):
+            return None
+        return self._admit(attrs)
+
+    async def _admit(self, attrs: admitting.Attributes) -> None:
+        assert attrs.obj is not None
         record = attrs.record
-        if attrs.operation not in ("CREATE", "UPDATE") or attrs.subresource or not record.namespaced:
-            return
-        if attrs.obj is None:
-            return
-        qrecord = self.ctx.record("", "v1", "resourcequotas")
-        page = await self.ctx.storage.list(qrecord.key(attrs.namespace, ""))
+        page = await self.ctx.storage.list(self._quotas.key(attrs.namespace, ""))
         if not page.items:
             return
         delta = quotas.usage(record, attrs.obj)
@@ -80,7 +85,7 @@ class ResourceQuota(plugin.Base):
         if attrs.dry_run:
             return
         for name, constrained in charged:
-            await self._charge(attrs, qrecord.key(attrs.namespace, name), name, constrained)
+            await self._charge(attrs, self._quotas.key(attrs.namespace, name), name, constrained)
 
     def _check_specified(self, attrs: admitting.Attributes, name: str, hard: dict[str, Any]) -> None:
         spec = plugin.as_dict((attrs.obj or {}).get("spec"))

@@ -18,6 +18,7 @@ exists costs one attribute read. Admission configuration kinds themselves are ne
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,9 +79,12 @@ class ValidatingAdmissionPolicy(plugin.Base):
             self._built = version
         return self._hooks
 
-    async def validate(self, attrs: admitting.Attributes) -> None:
+    def validate(self, attrs: admitting.Attributes) -> Awaitable[None] | None:
         if self._bindings.loaded_empty or matching.exempt(attrs.record):
-            return
+            return None
+        return self._validate(attrs)
+
+    async def _validate(self, attrs: admitting.Attributes) -> None:
         hooks = await self._current()
         if not hooks:
             return

@@ -9,6 +9,7 @@ is that of the first webhook in configuration order that refused or failed close
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 
 from kplane.api import errors
 from kplane.server.admission import matching, plugin, webhookconfigs, webhookdispatch
@@ -28,9 +29,12 @@ class ValidatingWebhook(plugin.Base):
         )
         self._dispatch = webhookdispatch.Dispatcher(ctx, client, mutating=False)
 
-    async def validate(self, attrs: admitting.Attributes) -> None:
+    def validate(self, attrs: admitting.Attributes) -> Awaitable[None] | None:
         if self._source.empty or matching.exempt(attrs.record):
-            return
+            return None
+        return self._validate(attrs)
+
+    async def _validate(self, attrs: admitting.Attributes) -> None:
         hooks = await self._source.hooks()
         if not hooks:
             return

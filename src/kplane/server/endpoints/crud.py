@@ -11,7 +11,7 @@ from kplane._util.lazy import lazy_module
 from kplane.api import errors
 from kplane.api.catalog import ResourceRecord
 from kplane.server.endpoints import negotiation, options, params, patching
-from kplane.server.endpoints.scope import AUDIT_ANNOTATIONS, Scope
+from kplane.server.endpoints.scope import Scope, audit_annotations
 from kplane.server.registry import metatypes
 from kplane.server.registry.objects import check_type, rfc3339
 from kplane.server.registry.store import DeleteOptions
@@ -269,7 +269,7 @@ async def delete_options(scope: Scope) -> DeleteOptions:
         dry_run=bool(dry) or scope.dry_run(),
         requester=scope.requester(),
         warnings=scope.warnings,
-        audit_annotations=scope.request.get(AUDIT_ANNOTATIONS, {}),
+        audit_annotations=audit_annotations(scope.request),
     )
 
 

@@ -36,6 +36,16 @@ AUDIT_ANNOTATIONS = "kplane.audit.annotations"
 """Request key of the audit annotations dict the audit filter installs (admission adds to it)."""
 
 
+def audit_annotations(request: web.BaseRequest) -> dict[str, str]:
+    """The request's audit annotations (admission records into them): the server's request
+    factory gives every request a set, so this does not raise and catch a KeyError each time."""
+    try:
+        annotations: dict[str, str] = request[AUDIT_ANNOTATIONS]
+    except KeyError:
+        return {}
+    return annotations
+
+
 @dataclass(slots=True)
 class Scope:
     request: web.BaseRequest
@@ -88,7 +98,7 @@ class Scope:
             field_manager=manager,
             field_validation=validation or "Warn",  # type: ignore[arg-type]
             warnings=self.warnings,
-            audit_annotations=self.request.get(AUDIT_ANNOTATIONS, {}),
+            audit_annotations=audit_annotations(self.request),
             requester=self.requester(),
         )
 

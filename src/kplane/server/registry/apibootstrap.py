@@ -112,7 +112,9 @@ class CRDAPIServices:
         self.catalog = catalog
         self._task: asyncio.Task[None] | None = None
         self._again = False
-        registry.after_write.append(self._after_write)
+        registry.after_write(
+            self._after_write, resource=("apiextensions.k8s.io", "customresourcedefinitions")
+        )
 
     def _after_write(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:
         if record.group != "apiextensions.k8s.io" or record.plural != "customresourcedefinitions":

@@ -366,7 +366,9 @@ class CRDController:
         self._task: asyncio.Task[None] | None = None
         self._cleanups: dict[str, asyncio.Task[None]] = {}
         self._establishing: dict[str, asyncio.Task[None]] = {}
-        registry.after_write.append(self._after_write)
+        registry.after_write(
+            self._after_write, resource=("apiextensions.k8s.io", "customresourcedefinitions")
+        )
 
     def _after_write(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:
         if record.group == "apiextensions.k8s.io" and record.plural == "customresourcedefinitions":

@@ -10,6 +10,7 @@ and the field manager may rely on them. ``null`` is accepted everywhere, as Go l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kplane.api import errors
@@ -48,47 +49,76 @@ def check_metadata(obj: dict[str, Any], kind: str, version: str) -> None:
         )
 
 
-def _problem(meta: Any, kind: str) -> str:
-    if not isinstance(meta, dict):
-        return f"{json_kind(meta)} into Go struct field {kind}.metadata of type v1.ObjectMeta"
-    where = "into Go struct field ObjectMeta.metadata."
-    for name in _STRING + _TIME:
-        value = meta.get(name)
-        if value is not None and not isinstance(value, str):
-            # metav1.Time's UnmarshalJSON decodes a string; the outer decoder gives that inner
-            # type error the field's context, so the type shown is string
-            return f"{json_kind(value)} {where}{name} of type string"
-    for name in _INT:
-        value = meta.get(name)
-        if value is None:
-            continue
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not INT64[0] <= value <= INT64[1]:
-            return f"{json_kind(value, with_number=True)} {where}{name} of type int64"
-    for name in _STRING_MAPS:
-        value = meta.get(name)
-        if value is None:
-            continue
-        if not isinstance(value, dict):
-            return f"{json_kind(value)} {where}{name} of type map[string]string"
-        for item in value.values():
-            if item is not None and not isinstance(item, str):
-                return f"{json_kind(item)} {where}{name} of type string"
-    finalizers = meta.get("finalizers")
-    if finalizers is not None:
-        if not isinstance(finalizers, list):
-            return f"{json_kind(finalizers)} {where}finalizers of type []string"
-        for item in finalizers:
-            if item is not None and not isinstance(item, str):
-                return f"{json_kind(item)} {where}finalizers of type string"
-    for name, go_type in _OBJECT_LISTS.items():
-        value = meta.get(name)
-        if value is None:
-            continue
+_WHERE = "into Go struct field ObjectMeta.metadata."
+
+
+def _string(name: str, value: Any) -> str:
+    # metav1.Time's UnmarshalJSON decodes a string; the outer decoder gives that inner type error
+    # the field's context, so the type shown for the times is string too
+    if isinstance(value, str):
+        return ""
+    return f"{json_kind(value)} {_WHERE}{name} of type string"
+
+
+def _int64(name: str, value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not INT64[0] <= value <= INT64[1]:
+        return f"{json_kind(value, with_number=True)} {_WHERE}{name} of type int64"
+    return ""
+
+
+def _string_map(name: str, value: Any) -> str:
+    if not isinstance(value, dict):
+        return f"{json_kind(value)} {_WHERE}{name} of type map[string]string"
+    for item in value.values():
+        if item is not None and not isinstance(item, str):
+            return f"{json_kind(item)} {_WHERE}{name} of type string"
+    return ""
+
+
+def _strings(name: str, value: Any) -> str:
+    if not isinstance(value, list):
+        return f"{json_kind(value)} {_WHERE}{name} of type []string"
+    for item in value:
+        if item is not None and not isinstance(item, str):
+            return f"{json_kind(item)} {_WHERE}{name} of type string"
+    return ""
+
+
+def _object_list(go_type: str) -> Callable[[str, Any], str]:
+    def check(name: str, value: Any) -> str:
         if not isinstance(value, list):
-            return f"{json_kind(value)} {where}{name} of type []{go_type}"
+            return f"{json_kind(value)} {_WHERE}{name} of type []{go_type}"
         for item in value:
             if item is not None and not isinstance(item, dict):
-                return f"{json_kind(item)} {where}{name} of type {go_type}"
+                return f"{json_kind(item)} {_WHERE}{name} of type {go_type}"
+        return ""
+
+    return check
+
+
+_CHECKS: dict[str, Callable[[str, Any], str]] = {
+    **dict.fromkeys(_STRING + _TIME, _string),
+    **dict.fromkeys(_INT, _int64),
+    **dict.fromkeys(_STRING_MAPS, _string_map),
+    "finalizers": _strings,
+    **{name: _object_list(go_type) for name, go_type in _OBJECT_LISTS.items()},
+}
+
+
+def _problem(meta: Any, kind: str) -> str:
+    """The first field of ``meta``, in the body's order (Go's decoder keeps the first type error
+    it meets), whose value has the wrong type, described as Go does; "" when none has."""
+    if not isinstance(meta, dict):
+        return f"{json_kind(meta)} into Go struct field {kind}.metadata of type v1.ObjectMeta"
+    checks = _CHECKS
+    for name, value in meta.items():
+        if value is None:
+            continue
+        check = checks.get(name)
+        if check is not None:
+            problem = check(name, value)
+            if problem:
+                return problem
     return ""

@@ -38,8 +38,8 @@ class NamespaceLifecycle:
         self.catalog = catalog
         self.clock = clock
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        registry.after_write.append(self._recreate_system_namespace)
-        registry.after_write.append(self._namespace_written)
+        registry.after_write(self._recreate_system_namespace, resource=("", "namespaces"))
+        registry.after_write(self._namespace_written, resource=("", "namespaces"))
 
     def _ns_record(self) -> ResourceRecord:
         record = self.catalog.lookup("", "v1", "namespaces")

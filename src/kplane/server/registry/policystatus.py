@@ -42,7 +42,7 @@ class PolicyStatus:
         self.registry = registry
         self.catalog = catalog
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        registry.after_write.append(self._after_write)
+        registry.after_write(self._after_write, resource=(GROUP, PLURAL))
 
     def _after_write(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:
         if deleted or record.group != GROUP or record.plural != PLURAL:

@@ -165,7 +165,7 @@ class QuotaController:
         self.catalog = catalog
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
-        registry.after_write.append(self._after_write)
+        registry.after_write(self._after_write)
 
     def _quotas_record(self) -> ResourceRecord:
         record = self.catalog.lookup("", "v1", "resourcequotas")

@@ -98,7 +98,8 @@ class Registry:
         self.strategies: dict[tuple[str, str], strategy.Strategy] = dict(strategies or {})
         self.schema = schema or SchemaStep()
         self.conversion = conversion or Conversion()
-        self.after_write: list[AfterWrite] = []
+        self._after_any: list[AfterWrite] = []
+        self._after: dict[tuple[str, str], list[AfterWrite]] = {}
         self.write_guards: list[WriteGuard] = []
         self.gc_finalizers = False
         """Add the ``orphan``/``foregroundDeletion`` finalizers that propagationPolicy asks for; set
@@ -108,9 +109,21 @@ class Registry:
         """This server's strategy for ``record`` (instance overrides first, then the built-in table)."""
         return self.strategies.get((record.group, record.kind)) or strategy.for_record(record)
 
+    def after_write(self, hook: AfterWrite, *, resource: tuple[str, str] | None = None) -> None:
+        """Call ``hook(record, obj, deleted)`` after every write this registry stores (synchronously,
+        once it is stored), or only after writes of ``resource`` (``(group, plural)``)."""
+        if resource is None:
+            self._after_any.append(hook)
+        else:
+            self._after.setdefault(resource, []).append(hook)
+
     def _written(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:
-        for hook in self.after_write:
+        for hook in self._after_any:
             hook(record, obj, deleted)
+        hooks = self._after.get((record.group, record.plural))
+        if hooks:
+            for hook in hooks:
+                hook(record, obj, deleted)
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ class TokenSecrets:
         self._sign = sign
         self._ca = base64.b64encode(ca_pem).decode()
         self._tasks: set[asyncio.Task[None]] = set()
-        registry.after_write.append(self._after_write)
+        registry.after_write(self._after_write, resource=("", "secrets"))
 
     def _after_write(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:
         if deleted or record.group or record.plural != "secrets":

@@ -217,3 +217,22 @@ async def test_reads_go_to_the_backend_when_the_cache_is_late() -> None:
         assert [o["metadata"]["name"] for o in listing.result().items] == ["a"]
     finally:
         await c.close()
+
+
+async def test_current_peek_and_surely_empty_answer_only_when_the_cache_is_current() -> None:
+    """The synchronous look-ups admission uses answer what get/list would, or "don't know" (None,
+    False) while a write acknowledged through the cache has not come back through the stream."""
+    c = await _started(StreamOnlyMemory())
+    try:
+        assert c.surely_empty(contract.PODS)
+        created = await c.create(contract.key("a"), contract.pod("a"))
+        assert c.current_peek(contract.key("a")) is None  # behind its own write: unsure
+        assert not c.surely_empty(contract.PODS)
+        await c.wait_for_revision(int(created["metadata"]["resourceVersion"]))
+        assert c.current_peek(contract.key("a")) == created
+        assert c.current_peek(contract.key("b")) is None
+        assert not c.surely_empty(contract.PODS)
+        assert c.surely_empty(contract.PODS + "other-namespace/")
+        assert c.surely_empty("/registry/core/configmaps/")
+    finally:
+        await c.close()

@@ -230,6 +230,27 @@ class CachedStorage:
         bucket = self._buckets.get(resource_prefix(key))
         return bucket.objects.get(key) if bucket is not None else None
 
+    def current_peek(self, key: str) -> interface.Object | None:
+        """The cached object at ``key`` if the cache already holds every write a ``get`` would wait
+        for (so this is what ``get`` would answer, without a task switch), else None: then call
+        ``get``. Shared: treat as read-only."""
+        if self._rev < self._acked or self._rev < self._wanted:
+            return None
+        bucket = self._buckets.get(resource_prefix(key))
+        return bucket.objects.get(key) if bucket is not None else None
+
+    def surely_empty(self, prefix: str) -> bool:
+        """True when no object is under ``prefix`` and the cache holds every write a ``list`` would
+        wait for (so a ``list`` would answer nothing); False when unsure or not empty."""
+        if self._rev < self._acked or self._rev < self._wanted:
+            return False
+        bucket = self._buckets.get(resource_prefix(prefix))
+        if bucket is None:
+            return True
+        keys = bucket.keys
+        i = bisect.bisect_left(keys, prefix)
+        return i == len(keys) or not keys[i].startswith(prefix)
+
     async def get(self, key: str) -> interface.Object:
         self._check_ready()
         if (self._rev < self._acked or self._rev < self._wanted) and not await self._catch_up():
