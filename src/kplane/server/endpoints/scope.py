@@ -32,7 +32,7 @@ else:
     ssa = lazy_module("kplane.api.apply")  # loaded with the first write, not at start-up
 
 Object = dict[str, Any]
-AUDIT_ANNOTATIONS = "kplane.audit.annotations"
+AUDIT_ANNOTATIONS: web.RequestKey[dict[str, str]] = web.RequestKey("audit_annotations", dict)
 """Request key of the audit annotations dict the audit filter installs (admission adds to it)."""
 
 
@@ -40,10 +40,9 @@ def audit_annotations(request: web.BaseRequest) -> dict[str, str]:
     """The request's audit annotations (admission records into them): the server's request
     factory gives every request a set, so this does not raise and catch a KeyError each time."""
     try:
-        annotations: dict[str, str] = request[AUDIT_ANNOTATIONS]
+        return request[AUDIT_ANNOTATIONS]
     except KeyError:
         return {}
-    return annotations
 
 
 @dataclass(slots=True)

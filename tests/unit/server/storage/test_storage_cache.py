@@ -224,15 +224,15 @@ async def test_current_peek_and_surely_empty_answer_only_when_the_cache_is_curre
     False) while a write acknowledged through the cache has not come back through the stream."""
     c = await _started(StreamOnlyMemory())
     try:
-        assert c.surely_empty(contract.PODS)
-        created = await c.create(contract.key("a"), contract.pod("a"))
-        assert c.current_peek(contract.key("a")) is None  # behind its own write: unsure
-        assert not c.surely_empty(contract.PODS)
+        assert c.surely_empty(fixtures.PODS)
+        created = await c.create(fixtures.key("a"), fixtures.pod("a"))
+        assert c.current_peek(fixtures.key("a")) is None  # behind its own write: unsure
+        assert not c.surely_empty(fixtures.PODS)
         await c.wait_for_revision(int(created["metadata"]["resourceVersion"]))
-        assert c.current_peek(contract.key("a")) == created
-        assert c.current_peek(contract.key("b")) is None
-        assert not c.surely_empty(contract.PODS)
-        assert c.surely_empty(contract.PODS + "other-namespace/")
+        assert c.current_peek(fixtures.key("a")) == created
+        assert c.current_peek(fixtures.key("b")) is None
+        assert not c.surely_empty(fixtures.PODS)
+        assert c.surely_empty(fixtures.PODS + "other-namespace/")
         assert c.surely_empty("/registry/core/configmaps/")
     finally:
         await c.close()
