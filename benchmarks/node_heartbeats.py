@@ -4,7 +4,7 @@
     python benchmarks/node_heartbeats.py --kubeconfig PATH --server-pid PID [--nodes 1000] [--window 30]
 
 Without ``--kubeconfig``: starts ``kplane serve --nodes N --storage sqlite`` on a fresh data
-directory (its simulated kubelets renew each node's Lease every 10 s, in the server's process),
+directory (its simulated kubelets renew each node's Lease every 10 s, in its `kplane controllers` child),
 waits until N Nodes are Ready, lets them settle for one renewal period, then reads the server
 process's CPU time over ``--window`` seconds: ``server_cpu_pct_of_one_core`` (target < 50 % for
 1,000 nodes). ``lease_renewals_per_s`` counts the Lease writes seen on a watch meanwhile.
