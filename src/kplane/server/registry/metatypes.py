@@ -77,21 +77,14 @@ def _string_map(name: str, value: Any) -> str:
     return ""
 
 
-def _strings(name: str, value: Any) -> str:
-    if not isinstance(value, list):
-        return f"{json_kind(value)} {_WHERE}{name} of type []string"
-    for item in value:
-        if item is not None and not isinstance(item, str):
-            return f"{json_kind(item)} {_WHERE}{name} of type string"
-    return ""
+def _list_of(go_type: str, item_type: type) -> Callable[[str, Any], str]:
+    """The check of a list field whose items Go decodes into ``go_type`` (JSON ``item_type``)."""
 
-
-def _object_list(go_type: str) -> Callable[[str, Any], str]:
     def check(name: str, value: Any) -> str:
         if not isinstance(value, list):
             return f"{json_kind(value)} {_WHERE}{name} of type []{go_type}"
         for item in value:
-            if item is not None and not isinstance(item, dict):
+            if item is not None and not isinstance(item, item_type):
                 return f"{json_kind(item)} {_WHERE}{name} of type {go_type}"
         return ""
 
@@ -102,8 +95,8 @@ _CHECKS: dict[str, Callable[[str, Any], str]] = {
     **dict.fromkeys(_STRING + _TIME, _string),
     **dict.fromkeys(_INT, _int64),
     **dict.fromkeys(_STRING_MAPS, _string_map),
-    "finalizers": _strings,
-    **{name: _object_list(go_type) for name, go_type in _OBJECT_LISTS.items()},
+    "finalizers": _list_of("string", str),
+    **{name: _list_of(go_type, dict) for name, go_type in _OBJECT_LISTS.items()},
 }
 
 

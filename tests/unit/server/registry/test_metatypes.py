@@ -59,6 +59,21 @@ def test_wrong_types_are_upstreams_decode_error(meta: Any, tail: str) -> None:
     assert info.value.message == PREFIX + tail
 
 
+@pytest.mark.parametrize(
+    ("meta", "field"),
+    [
+        ({"name": 1, "labels": "x"}, "name"),
+        ({"labels": "x", "name": 1}, "labels"),
+        ({"finalizers": 1, "generation": "1"}, "finalizers"),
+    ],
+)
+def test_the_first_wrong_field_in_the_body_is_reported(meta: dict[str, Any], field: str) -> None:
+    """Go's decoder keeps the first type error it meets, in document order (encoding/json saveError)."""
+    with pytest.raises(errors.BadRequest) as err:
+        metatypes.check_metadata({"metadata": meta}, "Pod", "v1")
+    assert f"ObjectMeta.metadata.{field} of type" in err.value.message
+
+
 def test_nulls_and_right_types_pass() -> None:
     metatypes.check_metadata(
         {

@@ -138,7 +138,8 @@ class CachedStorage:
         self._events: collections.deque[interface.Event] = collections.deque()
         self._rev = 0
         self._acked = 0  # the newest revision a write through this cache returned
-        self._wanted = 0  # the newest cluster revision a consistent read asked for (``sync``)
+        # what the next get/list must see: ``_acked`` or the revision ``sync`` read, the newer
+        self._needed = 0
         self._oldest = 0  # watches may start at this revision or later
         self._waiters: builtins.list[tuple[int, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
@@ -234,7 +235,7 @@ class CachedStorage:
         """The cached object at ``key`` if the cache already holds every write a ``get`` would wait
         for (so this is what ``get`` would answer, without a task switch), else None: then call
         ``get``. Shared: treat as read-only."""
-        if self._rev < self._acked or self._rev < self._wanted:
+        if self._rev < self._needed:
             return None
         bucket = self._buckets.get(resource_prefix(key))
         return bucket.objects.get(key) if bucket is not None else None
@@ -242,7 +243,7 @@ class CachedStorage:
     def surely_empty(self, prefix: str) -> bool:
         """True when no object is under ``prefix`` and the cache holds every write a ``list`` would
         wait for (so a ``list`` would answer nothing); False when unsure or not empty."""
-        if self._rev < self._acked or self._rev < self._wanted:
+        if self._rev < self._needed:
             return False
         bucket = self._buckets.get(resource_prefix(prefix))
         if bucket is None:
@@ -253,7 +254,7 @@ class CachedStorage:
 
     async def get(self, key: str) -> interface.Object:
         self._check_ready()
-        if (self._rev < self._acked or self._rev < self._wanted) and not await self._catch_up():
+        if self._rev < self._needed and not await self._catch_up():
             return await self._backend.get(key)
         bucket = self._buckets.get(resource_prefix(key))
         obj = bucket.objects.get(key) if bucket is not None else None
@@ -265,7 +266,7 @@ class CachedStorage:
         self, prefix: str, *, revision: int = 0, start_after: str = "", limit: int = 0
     ) -> interface.ListResult:
         self._check_ready()
-        if (self._rev < self._acked or self._rev < self._wanted) and not await self._catch_up():
+        if self._rev < self._needed and not await self._catch_up():
             return await self._backend.list(prefix, revision=revision, start_after=start_after, limit=limit)
         if revision > self._rev:
             backend_rev = await self._fresh() if self._fresh is not None else self._backend.current_revision()
@@ -278,7 +279,7 @@ class CachedStorage:
 
     async def list_keyed(self, prefix: str) -> tuple[builtins.list[tuple[str, interface.Object]], int]:
         self._check_ready()
-        if (self._rev < self._acked or self._rev < self._wanted) and not await self._catch_up():
+        if self._rev < self._needed and not await self._catch_up():
             return await self._backend.list_keyed(prefix)
         keys, objects = self._keys_objects(prefix)
         lo, hi = _key_range(keys, prefix, "")
@@ -325,8 +326,8 @@ class CachedStorage:
         if self._fresh is None:
             return
         target = await self._fresh()
-        if target > self._wanted:
-            self._wanted = target
+        if target > self._needed:
+            self._needed = target
 
     async def _catch_up(self) -> bool:
         """Wait until the cache has applied every write acknowledged through it and the revision
@@ -335,7 +336,7 @@ class CachedStorage:
         late (so a busy event loop or a watch being re-established costs latency, not a 504).
         Asks the backend watch for progress notifications while it waits: the writes up to that
         revision may have been outside the cache's key space."""
-        target = max(self._acked, self._wanted)
+        target = self._needed
         ask: Callable[[], None] | None = getattr(self._source, "request_progress", None)
         fut = self._waiter(target)
         try:
@@ -463,6 +464,8 @@ class CachedStorage:
         revision = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
         if revision > self._acked:
             self._acked = revision
+            if revision > self._needed:
+                self._needed = revision
         return obj
 
     def _waiter(self, revision: int) -> asyncio.Future[None]:
