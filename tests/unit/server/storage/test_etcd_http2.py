@@ -1,7 +1,7 @@
-"""The etcd client's own gRPC-over-HTTP/2 transport: HPACK pieces against RFC 7541's examples, and
-calls against a real etcd (large messages under flow control, many concurrent calls, a watch
-stream) and against servers that misbehave (silent, closing, not HTTP/2): a call always ends
-within its deadline with a storage error, never hangs."""
+"""The etcd client's own gRPC-over-HTTP/2 transport (``http2`` and ``grpc_stream``): calls
+against a real etcd (large messages under flow control, many concurrent calls, a watch stream)
+and against servers that misbehave (silent, closing, not HTTP/2): a call always ends within its
+deadline with a storage error, never hangs."""
 
 from __future__ import annotations
 
@@ -10,44 +10,10 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-import hpack
 import pytest
 
 from kplane.server.storage import interface
-from kplane.server.storage.etcd import EtcdClient, http2, wire
-
-
-def test_hpack_integers_match_rfc_7541_examples() -> None:
-    """RFC 7541 C.1.1 to C.1.3: 10 and 1337 with a 5-bit prefix, 42 at an octet boundary."""
-    assert http2._hpack_int(10, 5, 0) == b"\x0a"
-    assert http2._hpack_int(1337, 5, 0) == b"\x1f\x9a\x0a"
-    assert http2._hpack_int(42, 8, 0) == b"\x2a"
-
-
-def test_request_headers_decode_as_a_grpc_request() -> None:
-    """The header block we send is what a standard HPACK decoder reads as a gRPC POST."""
-    block = http2.request_headers(
-        "/etcdserverpb.KV/Range", "127.0.0.1:2379", tls=False, metadata=[("hasleader", "true")]
-    )
-    block += http2.timeout_header(4.5)
-    assert hpack.Decoder().decode(block) == [
-        (":method", "POST"),
-        (":scheme", "http"),
-        (":path", "/etcdserverpb.KV/Range"),
-        (":authority", "127.0.0.1:2379"),
-        ("content-type", "application/grpc"),
-        ("te", "trailers"),
-        ("hasleader", "true"),
-        ("grpc-timeout", "4500m"),
-    ]
-
-
-def test_indexed_only_blocks_are_recognised() -> None:
-    """Only blocks of indexed fields (which cannot change the dynamic table) are memoised."""
-    assert http2._indexed_only(b"\x88\xbe")  # :status 200, dynamic entry 62
-    assert http2._indexed_only(b"\xff\x80\x01")  # index 255: a multi-byte integer
-    assert not http2._indexed_only(b"\x88\x40\x01a\x01b")  # a literal with incremental indexing
-    assert not http2._indexed_only(b"\x20")  # a table size update
+from kplane.server.storage.etcd import EtcdClient, grpc_status, http2, wire
 
 
 async def test_large_values_cross_flow_control_windows(etcd_endpoints: list[str]) -> None:
@@ -219,7 +185,7 @@ async def test_a_lost_connection_fails_open_streams_as_unavailable() -> None:
         conn = await http2.connect(endpoint, ssl_context=None, timeout=1, max_message=1 << 20)
         stream = await conn.open("/etcdserverpb.Watch/Watch", timeout=None)
         await stream.write(b"")
-        with pytest.raises(http2.RpcError) as info:
+        with pytest.raises(grpc_status.RpcError) as info:
             await asyncio.wait_for(stream.read(), 5)
-        assert info.value.code == http2.UNAVAILABLE
+        assert info.value.code == grpc_status.UNAVAILABLE
         assert not conn.usable

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kplane.server.storage import interface
-from kplane.server.storage.etcd import http2
+from kplane.server.storage.etcd import grpc_status, grpc_stream, http2
 
 _log = logging.getLogger(__name__)
 
@@ -39,7 +39,6 @@ NO_LEADER = "etcdserver: no leader"
 # One response at most: a page of objects (etcd refuses values over 1.5 MiB by default).
 MAX_MESSAGE = 256 * 1024 * 1024
 _RETRY_PAUSE = 0.05  # seconds between two rounds over every endpoint
-RpcError = http2.RpcError
 
 
 Timeout = interface.Timeout
@@ -161,25 +160,25 @@ class EtcdClient:
                 if conn is None or not conn.usable:
                     conn = await self.connection(endpoint, left)
                 return await conn.unary(path, request, left)
-            except http2.RpcError as e:
+            except grpc_status.RpcError as e:
                 error = _translate(e)
                 if error is not None:
                     raise error from None
                 details = e.details
-                self.last_error = f"{endpoint}: {details or http2.CODE_NAMES.get(e.code, str(e.code))}"
-                retry = e.code == http2.UNAVAILABLE and (
+                self.last_error = f"{endpoint}: {details or grpc_status.CODE_NAMES.get(e.code, str(e.code))}"
+                retry = e.code == grpc_status.UNAVAILABLE and (
                     not details.startswith("etcdserver:") or details == NO_LEADER or not write
                 )
-                if e.code == http2.DEADLINE_EXCEEDED:
+                if e.code == grpc_status.DEADLINE_EXCEEDED:
                     raise Timeout() from None
                 if not retry:
-                    raise Unavailable(details or http2.CODE_NAMES.get(e.code, str(e.code))) from None
+                    raise Unavailable(details or grpc_status.CODE_NAMES.get(e.code, str(e.code))) from None
                 self.fail_over(endpoint)
                 tried += 1
                 if tried % len(self.endpoints) == 0:
                     await asyncio.sleep(min(_RETRY_PAUSE, max(0.0, deadline - time.monotonic())))
 
-    async def stream(self, method: str, *, metadata: Sequence[tuple[str, str]] = ()) -> http2.Stream:
+    async def stream(self, method: str, *, metadata: Sequence[tuple[str, str]] = ()) -> grpc_stream.Stream:
         """A bidirectional stream on the current endpoint (``write``/``read`` bytes; ``read``
         returns None at the end). ``RpcError`` if the endpoint cannot be reached."""
         if self._closed:
@@ -196,7 +195,7 @@ class EtcdClient:
             conn.close()
 
 
-def _translate(e: http2.RpcError) -> interface.StorageError | None:
+def _translate(e: grpc_status.RpcError) -> interface.StorageError | None:
     """The storage error for etcd's revision and space errors, else None."""
     details = e.details
     if details == COMPACTED:

@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING
 
 from kplane.server.storage import interface
-from kplane.server.storage.etcd import http2, wire
+from kplane.server.storage.etcd import grpc_stream, wire
 
 if TYPE_CHECKING:
     from kplane.server.storage.etcd.backend import EtcdStorage
@@ -90,7 +90,7 @@ class EtcdHistory:
                 start = compacted  # the oldest revision etcd still has
 
     async def _read(
-        self, call: http2.Stream, key: bytes, end: bytes, start: int, target: int
+        self, call: grpc_stream.Stream, key: bytes, end: bytes, start: int, target: int
     ) -> tuple[list[wire.WatchEvent], int]:
         """``(events, 0)``, or ``([], compact revision)`` when ``start`` was compacted."""
         await call.write(wire.watch_create_request(key, end, start, progress_notify=False))

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kplane.server.storage import interface
-from kplane.server.storage.etcd import http2, wire
+from kplane.server.storage.etcd import grpc_status, grpc_stream, wire
 
 if TYPE_CHECKING:
     from kplane.server.storage.etcd.backend import EtcdStorage
@@ -53,7 +53,7 @@ class EtcdWatch:
         self._on_terminate: list[Callable[[interface.StorageError], None]] = []
         self._on_progress: Callable[[int], None] | None = None
         self._sink: Callable[[interface.Event], None] | None = None
-        self._call: http2.Stream | None = None
+        self._call: grpc_stream.Stream | None = None
         self._sends: set[asyncio.Future[None]] = set()
         self._written = after  # the newest write of this process under the prefix (``note_write``)
         self._delivery_waiters: list[tuple[int, asyncio.Future[None]]] = []
@@ -166,10 +166,10 @@ class EtcdWatch:
         self._storage.forget(self)
         self._wake()
 
-    async def _send(self, call: http2.Stream, request: bytes) -> None:
+    async def _send(self, call: grpc_stream.Stream, request: bytes) -> None:
         try:
             await call.write(request)
-        except http2.RpcError:
+        except grpc_status.RpcError:
             pass  # the reader sees the broken stream and reconnects
 
     def _fail(self, error: interface.StorageError) -> None:
@@ -203,7 +203,7 @@ class EtcdWatch:
         pause = 0.05
         while not self._done:
             endpoint = client.endpoint
-            call: http2.Stream | None = None
+            call: grpc_stream.Stream | None = None
             try:
                 call = await client.stream("Watch/Watch", metadata=_REQUIRE_LEADER)
                 await call.write(wire.watch_create_request(key, end, self._next))
@@ -217,7 +217,7 @@ class EtcdWatch:
                     pause = 0.05
             except asyncio.CancelledError:
                 raise
-            except (http2.RpcError, ConnectionError, interface.StorageError, wire.DecodeError) as e:
+            except (grpc_status.RpcError, ConnectionError, interface.StorageError, wire.DecodeError) as e:
                 if self._done:
                     return
                 _log.info("etcd watch on %s broke (%s); resuming at %d", endpoint, _why(e), self._next)
