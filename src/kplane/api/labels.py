@@ -408,9 +408,3 @@ def _parse_int(text: str) -> int | None:
         return None
     value = int(text)
     return value if -(2**63) <= value < 2**63 else None
-
-
-# server/registry (objectmeta, eventvalidation) still reads these two here, and another change owns
-# that package for now; new code uses ``kplane.api.names``.
-qualified_name_errors = names.qualified_name_errors
-label_value_errors = names.label_value_errors

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kplane.api import errors, labels
+from kplane.api import errors, names
 from kplane.api.builtin import eventversions
 
 Object = dict[str, Any]
@@ -73,7 +73,7 @@ def _legacy(event: Object) -> list[errors.FieldError]:
         errs.append(errors.required("reportingController"))
     errs.extend(
         errors.invalid("reportingController", controller, why)
-        for why in labels.qualified_name_errors(controller)
+        for why in names.qualified_name_errors(controller)
     )
     for name, limit in _LIMITS:
         value = str(event.get(name) or "")

@@ -10,8 +10,7 @@ import re
 import secrets
 from typing import Any
 
-from kplane.api import errors
-from kplane.api import labels as labels_mod
+from kplane.api import errors, names
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -105,7 +104,7 @@ def validate_name(path: str, name: str, rule: str) -> list[errors.FieldError]:
 
 def validate_qualified_name(path: str, key: str) -> list[errors.FieldError]:
     """A label or annotation key: ``[prefix/]name`` with a DNS-subdomain prefix (``labels``' rules)."""
-    return [errors.invalid(path, key, why) for why in labels_mod.qualified_name_errors(key)]
+    return [errors.invalid(path, key, why) for why in names.qualified_name_errors(key)]
 
 
 def validate_metadata(meta: dict[str, Any], *, name_rule: str) -> list[errors.FieldError]:
@@ -127,7 +126,7 @@ def validate_metadata(meta: dict[str, Any], *, name_rule: str) -> list[errors.Fi
                     errs.append(errors.invalid(f"metadata.labels[{k}]", v, "must be a string"))
                 else:
                     errs.extend(
-                        errors.invalid("metadata.labels", v, why) for why in labels_mod.label_value_errors(v)
+                        errors.invalid("metadata.labels", v, why) for why in names.label_value_errors(v)
                     )
     annotations = meta.get("annotations")
     if annotations is not None:
