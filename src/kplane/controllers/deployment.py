@@ -20,8 +20,8 @@ from typing import Any
 from kplane import runtime
 from kplane.api import errors
 from kplane.client import events
+from kplane.controllers import deploystatus, workload
 from kplane.controllers import deployutil as du
-from kplane.controllers import workload
 from kplane.controllers.workload import Object, meta
 from kplane.runtime import ownership
 
@@ -37,6 +37,7 @@ class DeploymentController:
         self.api = manager.api.dynamic
         self.clock = manager.clock
         self.recorder: events.EventRecorder = manager.event_recorder(COMPONENT)
+        self.status = deploystatus.DeploymentStatus(self.api, self.clock)
         self._workers = workers
         self._d_lister: Any = None
         self._rs_lister: Any = None
@@ -102,7 +103,7 @@ class DeploymentController:
                 "This deployment is selecting all pods. A non-empty selector is required.",
             )
             if (d.get("status") or {}).get("observedGeneration") != meta(d).get("generation"):
-                await self._write_status(
+                await self.status.write(
                     d, {**(d.get("status") or {}), "observedGeneration": meta(d).get("generation")}
                 )
             return None
@@ -111,9 +112,9 @@ class DeploymentController:
         rss = await workload.claim_with(self.api, workload.DEPLOYMENTS, d, candidates, workload.REPLICASETS)
         if meta(d).get("deletionTimestamp"):
             new_rs, _ = self._split(d, rss)
-            await self._sync_status(d, rss, new_rs)
+            await self.status.sync(d, rss, new_rs)
             return None
-        await self._paused_condition(d)
+        await self.status.paused_condition(d)
         if du.spec(d).get("paused") or self._scaling_event(d, rss):
             return await self._sync(d, rss)
         if du.is_rolling(d):
@@ -150,7 +151,7 @@ class DeploymentController:
                 du.set_condition(status, du.new_condition(du.PROGRESSING, "True", du.FOUND_NEW_RS, msg, now))
                 needs = True
             if needs and status != (d.get("status") or {}):
-                await self._write_status(d, status)
+                await self.status.write(d, status)
             return rs, old
         if not create:
             return None, old
@@ -199,7 +200,7 @@ class DeploymentController:
             ):
                 return found
             status["collisionCount"] = int(collisions or 0) + 1
-            await self._write_status(d, status)
+            await self.status.write(d, status)
             raise errors.Conflict(f'hash collision for replica set "{name}"; collisionCount raised') from None
         except errors.APIError as err:
             msg = f'Failed to create new replica set "{name}": {err.message}'
@@ -207,7 +208,7 @@ class DeploymentController:
                 du.set_condition(
                     status, du.new_condition(du.PROGRESSING, "False", du.RS_CREATE_ERROR, msg, now)
                 )
-                await self._write_status(d, status)
+                await self.status.write(d, status)
             self.recorder.event(d, "Warning", du.RS_CREATE_ERROR, msg)
             raise
         if created["spec"].get("replicas", 0) > 0:
@@ -221,7 +222,7 @@ class DeploymentController:
         if du.has_progress_deadline(d):
             msg = f'Created new replica set "{name}"'
             du.set_condition(status, du.new_condition(du.PROGRESSING, "True", du.NEW_RS_CREATED, msg, now))
-            await self._write_status(d, status)
+            await self.status.write(d, status)
         return created
 
     async def _sync_revision(self, d: Object, new_revision: str) -> bool:
@@ -275,12 +276,12 @@ class DeploymentController:
         assert new_rs is not None
         all_rss = [*old, new_rs]
         if await self._reconcile_new(d, all_rss, new_rs):
-            return await self._sync_rollout(d, all_rss, new_rs)
+            return await self.status.sync_rollout(d, all_rss, new_rs)
         if await self._reconcile_old(d, all_rss, old, new_rs):
-            return await self._sync_rollout(d, all_rss, new_rs)
+            return await self.status.sync_rollout(d, all_rss, new_rs)
         if du.complete(d, du.calculate_status(all_rss, new_rs, d, self.clock.now())):
             await self._cleanup(d, old)
-        return await self._sync_rollout(d, all_rss, new_rs)
+        return await self.status.sync_rollout(d, all_rss, new_rs)
 
     async def _reconcile_new(self, d: Object, all_rss: list[Object], new_rs: Object) -> bool:
         want = du.replicas(d)
@@ -336,7 +337,7 @@ class DeploymentController:
                 rs.update(updated)
                 scaled = scaled or changed
         if scaled or await self._old_pods_running(d, old):
-            return await self._sync_rollout(d, all_rss, new_rs)
+            return await self.status.sync_rollout(d, all_rss, new_rs)
         if new_rs is None:
             new_rs, old = await self._new_rs(d, rss, True)
             assert new_rs is not None
@@ -345,7 +346,7 @@ class DeploymentController:
         new_rs.update(updated)
         if du.complete(d, du.calculate_status(all_rss, new_rs, d, self.clock.now())):
             await self._cleanup(d, old)
-        return await self._sync_rollout(d, all_rss, new_rs)
+        return await self.status.sync_rollout(d, all_rss, new_rs)
 
     async def _old_pods_running(self, d: Object, old: list[Object]) -> bool:
         if any(du.status_int(rs, "replicas") > 0 for rs in old):
@@ -359,7 +360,7 @@ class DeploymentController:
                     return True
         return False
 
-    # Scaling, cleanup, status.
+    # Scaling, cleanup.
 
     def _scaling_event(self, d: Object, rss: list[Object]) -> bool:
         for rs in rss:
@@ -376,7 +377,7 @@ class DeploymentController:
         if du.spec(d).get("paused"):
             await self._cleanup(d, old)
         all_rss = [*old, *([new_rs] if new_rs else [])]
-        await self._sync_status(d, all_rss, new_rs)
+        await self.status.sync(d, all_rss, new_rs)
         return None
 
     async def _proportional(self, d: Object, new_rs: Object | None, old: list[Object]) -> None:
@@ -465,108 +466,9 @@ class DeploymentController:
             except errors.NotFound:
                 pass
 
-    async def _sync_status(self, d: Object, all_rss: list[Object], new_rs: Object | None) -> None:
-        status = du.calculate_status(all_rss, new_rs, d, self.clock.now())
-        if _normal(status) != _normal(d.get("status") or {}):
-            await self._write_status(d, status)
-
-    async def _sync_rollout(
-        self, d: Object, all_rss: list[Object], new_rs: Object | None
-    ) -> runtime.Result | None:
-        """``syncRolloutStatus``: status plus the Progressing condition; a requeue at the deadline."""
-        now = self.clock.now()
-        status = du.calculate_status(all_rss, new_rs, d, now)
-        current = du.condition(status, du.PROGRESSING)
-        if du.has_progress_deadline(d) and not (current and current.get("reason") == du.TIMED_OUT):
-            subject = f'ReplicaSet "{meta(new_rs)["name"]}"' if new_rs else f'Deployment "{meta(d)["name"]}"'
-            if du.complete(d, status):
-                msg = f"{subject} has successfully progressed."
-                du.set_condition(
-                    status, du.new_condition(du.PROGRESSING, "True", du.NEW_RS_AVAILABLE, msg, now)
-                )
-            elif du.progressing(d, status):
-                cond = du.new_condition(
-                    du.PROGRESSING, "True", du.RS_UPDATED, f"{subject} is progressing.", now
-                )
-                if current and current.get("status") == "True":
-                    cond["lastTransitionTime"] = current.get("lastTransitionTime")
-                du.remove_condition(status, du.PROGRESSING)
-                du.set_condition(status, cond)
-            else:
-                left = du.deadline_left(d, status, now)
-                if left is not None and left < 0:
-                    msg = f"{subject} has timed out progressing."
-                    du.set_condition(
-                        status, du.new_condition(du.PROGRESSING, "False", du.TIMED_OUT, msg, now)
-                    )
-        failures = [c for rs in all_rss if (c := du.condition(rs.get("status") or {}, du.REPLICA_FAILURE))]
-        if failures:
-            f = failures[0]
-            du.set_condition(
-                status,
-                du.new_condition(
-                    du.REPLICA_FAILURE,
-                    f.get("status", "True"),
-                    f.get("reason", ""),
-                    f.get("message", ""),
-                    now,
-                ),
-            )
-        else:
-            du.remove_condition(status, du.REPLICA_FAILURE)
-        if _normal(status) != _normal(d.get("status") or {}):
-            await self._write_status(d, status)
-        left = du.deadline_left(d, status, now)
-        if left is None or du.complete(d, status):
-            return None
-        return runtime.Result(requeue_after=max(left, 0.0) + 1.0)
-
-    async def _paused_condition(self, d: Object) -> None:
-        """``checkPausedConditions``: Progressing Unknown DeploymentPaused / DeploymentResumed."""
-        if not du.has_progress_deadline(d):
-            return
-        status = _copy(d.get("status") or {})
-        cond = du.condition(status, du.PROGRESSING)
-        if cond and cond.get("reason") == du.TIMED_OUT:
-            return
-        paused_cond = cond is not None and cond.get("reason") == du.PAUSED
-        now = self.clock.now()
-        if du.spec(d).get("paused") and not paused_cond:
-            du.set_condition(
-                status, du.new_condition(du.PROGRESSING, "Unknown", du.PAUSED, "Deployment is paused", now)
-            )
-        elif not du.spec(d).get("paused") and paused_cond:
-            du.set_condition(
-                status, du.new_condition(du.PROGRESSING, "Unknown", du.RESUMED, "Deployment is resumed", now)
-            )
-        else:
-            return
-        await self._write_status(d, status)
-        d["status"] = status
-
-    async def _write_status(self, d: Object, status: Object) -> None:
-        body = {k: v for k, v in status.items() if k != "conditions" or v}
-        written = await workload.update_status(self.api.resource(workload.DEPLOYMENTS), d, body)
-        if written is None:
-            return
-        meta(d)["resourceVersion"] = meta(written)["resourceVersion"]
-        d["status"] = status
-
 
 def _copy(obj: Object) -> Object:
     return workload.deep_copy(obj)
-
-
-_COUNTS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas")
-
-
-def _normal(status: Object) -> Object:
-    """``status`` as ``calculate_status`` spells it (zero counts present, conditions a list)."""
-    out = {k: v for k, v in status.items() if v is not None}
-    for field in _COUNTS:
-        out.setdefault(field, 0)
-    out["conditions"] = [dict(c) for c in status.get("conditions") or ()]
-    return out
 
 
 def _by_creation(rs: Object) -> tuple[str, str]:
