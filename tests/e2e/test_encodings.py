@@ -9,6 +9,7 @@ apiextensions-apiserver's ``customresource_handler.go`` (custom resources never 
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 from typing import Any
 
@@ -131,6 +132,53 @@ def test_yaml_table(api: Kube, ns: str) -> None:
     resp = api.get(cm_path(ns), headers={"Accept": "application/yaml;as=Table;v=v1;g=meta.k8s.io"})
     assert resp.status == 200, resp.body
     assert yaml.safe_load(resp.body)["kind"] == "Table"
+
+
+def test_bursts_arrive_whole_in_every_encoding(api: Kube) -> None:
+    """Events a watcher gets in bursts (an initial list of more than one batch, concurrent creates
+    committed together) arrive complete and well framed in JSON, protobuf and Table watches: the
+    same objects at the same resourceVersions in all three, the Table's column definitions once."""
+    burst_ns = unique("burst")
+    api.ok(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": burst_ns}},
+    )
+    before, during = 130, 40
+    for i in range(before):
+        api.ok("POST", cm_path(burst_ns), configmap(f"b{i}", burst_ns, data={"i": str(i)}))
+    table_accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    query = {"timeoutSeconds": 30}
+    with (
+        api.watch(cm_path(burst_ns), query) as as_json,
+        api.watch(cm_path(burst_ns), query, headers={"Accept": CLIENT_GO_ACCEPT}) as as_pb,
+        api.watch(cm_path(burst_ns), query, headers={"Accept": table_accept}) as as_table,
+    ):
+        # one event read from each: every watch has taken its initial list
+        json_events = [as_json.next()]
+        pb_events = _frames(as_pb, 1)
+        table_events = [as_table.next()]
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            names = [f"d{i}" for i in range(during)]
+            list(pool.map(lambda n: api.ok("POST", cm_path(burst_ns), configmap(n, burst_ns)), names))
+        total = before + during
+        json_events += [as_json.next() for _ in range(total - 1)]
+        pb_events += _frames(as_pb, total - 1)
+        table_events += [as_table.next() for _ in range(total - 1)]
+    listed = api.ok("GET", cm_path(burst_ns))["items"]
+    expected = {(o["metadata"]["name"], o["metadata"]["resourceVersion"]) for o in listed}
+    assert len(expected) == total
+    assert all(e is not None and e["type"] == "ADDED" for e in json_events + table_events)
+    got_json = {
+        (e["object"]["metadata"]["name"], e["object"]["metadata"]["resourceVersion"]) for e in json_events
+    }
+    got_pb = {(o["metadata"]["name"], o["metadata"]["resourceVersion"]) for t, o in pb_events if t == "ADDED"}
+    rows = [e["object"]["rows"][0]["object"]["metadata"] for e in table_events]
+    got_table = {(m["name"], m["resourceVersion"]) for m in rows}
+    assert got_json == got_pb == got_table == expected
+    assert [bool(e["object"].get("columnDefinitions")) for e in table_events] == [True] + [False] * (
+        total - 1
+    )
 
 
 def test_watch_in_yaml_is_not_acceptable(api: Kube, ns: str) -> None:

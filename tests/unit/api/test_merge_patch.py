@@ -35,8 +35,9 @@ from kplane.api import patch
     ],
 )
 def test_merge_patch(original: Any, merge: Any, expected: Any) -> None:
-    """merge_patch follows RFC 7386 (examples from its appendix)."""
+    """merge_patch follows RFC 7386 (examples from its appendix), sharing or not."""
     assert patch.merge_patch(original, merge) == expected
+    assert patch.merge_patch(original, merge, share=True) == expected
 
 
 def test_inputs_not_mutated_and_not_shared() -> None:
@@ -50,3 +51,28 @@ def test_inputs_not_mutated_and_not_shared() -> None:
     result["spec"]["template"]["y"]["z"] = 2
     assert original["keep"]["k"] == 1
     assert merge["spec"]["template"]["y"]["z"] == 1
+
+
+def test_share_copies_only_the_patched_paths() -> None:
+    """With ``share``, untouched subtrees are the original's own; every object on a patched path is
+    new, patch values are copies, and neither input is modified."""
+    original: dict[str, Any] = {
+        "metadata": {"name": "a", "managedFields": [{"manager": "m"}]},
+        "spec": {"value": 1, "deep": {"x": [1]}},
+        "status": {"observed": 0, "conditions": [{"type": "Ready"}]},
+    }
+    merge: dict[str, Any] = {"status": {"observed": 1, "extra": {"k": [2]}}}
+    result = patch.merge_patch(original, merge, share=True)
+    assert result == {
+        "metadata": {"name": "a", "managedFields": [{"manager": "m"}]},
+        "spec": {"value": 1, "deep": {"x": [1]}},
+        "status": {"observed": 1, "conditions": [{"type": "Ready"}], "extra": {"k": [2]}},
+    }
+    assert result is not original
+    assert result["metadata"] is original["metadata"] and result["spec"] is original["spec"]
+    assert result["status"] is not original["status"]
+    assert result["status"]["conditions"] is original["status"]["conditions"]
+    assert result["status"]["extra"] is not merge["status"]["extra"]
+    assert result["status"]["extra"]["k"] is not merge["status"]["extra"]["k"]
+    assert original["status"] == {"observed": 0, "conditions": [{"type": "Ready"}]}
+    assert merge == {"status": {"observed": 1, "extra": {"k": [2]}}}

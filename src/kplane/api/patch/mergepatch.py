@@ -7,20 +7,28 @@ from typing import Any
 from kplane.api.patch import _base
 
 
-def merge_patch(original: Any, patch: Any) -> Any:
+def merge_patch(original: Any, patch: Any, *, share: bool = False) -> Any:
     """Apply a merge patch and return the result; neither argument is modified.
 
     A non-object patch replaces the document; a key whose patch value is ``null`` is removed;
-    arrays are replaced whole. The result shares no mutable parts with either input.
+    arrays are replaced whole. The result shares no mutable parts with either input, except with
+    ``share``: then every object on a path the patch touches is new, but the subtrees of
+    ``original`` it leaves alone are the original's own (for a caller that owns ``original`` and
+    will not change those subtrees in place; a small patch of a large object then copies little).
     """
     if not isinstance(patch, dict):
         return _base.copy_json(patch)
-    result = _base.copy_json(original) if isinstance(original, dict) else {}
-    _merge_into(result, patch)
+    if not isinstance(original, dict):
+        result = {}
+    elif share:
+        result = dict(original)
+    else:
+        result = _base.copy_json(original)
+    _merge_into(result, patch, share)
     return result
 
 
-def _merge_into(target: dict[str, Any], patch: dict[str, Any]) -> None:
+def _merge_into(target: dict[str, Any], patch: dict[str, Any], share: bool) -> None:
     for key, value in patch.items():
         if value is None:
             target.pop(key, None)
@@ -28,7 +36,9 @@ def _merge_into(target: dict[str, Any], patch: dict[str, Any]) -> None:
             current = target.get(key)
             if not isinstance(current, dict):
                 current = target[key] = {}
-            _merge_into(current, value)
+            elif share:
+                current = target[key] = dict(current)
+            _merge_into(current, value, share)
         else:
             target[key] = _base.copy_json(value)
 

@@ -3,7 +3,7 @@
 The compiler (``compiler``) reads a schema node once into an ``ObjectShape`` or the arguments of
 ``array_node``; the closures built here are what every write runs. An object node is one loop over
 the value's keys with a dict lookup into its compiled properties; fields whose node is a plain
-leaf (``leaf`` type) are stored without a call on the create path. Pruning, ``null`` handling,
+leaf (``leaf`` type) are stored without a call. Pruning, ``null`` handling,
 defaulting (parents before children, defaults walked like input), the per-definition hook, then
 ``required`` and the node's other checks, in that order. With an old value, children are given
 their correlated old values (object keys; ``list-type: map`` keys; other lists only when unchanged
@@ -124,8 +124,11 @@ def object_node(shape: ObjectShape) -> Fn:
             for k, x in v.items():
                 entry = get_prop(k)
                 if entry is not None:
-                    if x is not None or k in nullable_props:
-                        out[k] = entry[1](x, prefix + k, old_get(k), ctx)
+                    leaf, child = entry
+                    if type(x) is leaf:
+                        out[k] = x  # a leaf without checks: no error to ratchet
+                    elif x is not None or k in nullable_props:
+                        out[k] = child(x, prefix + k, old_get(k), ctx)
                 elif extra_fn is not None:
                     if x is not None or extra_nullable:
                         out[k] = extra_fn(x, map_key(path, k), old_get(k), ctx)

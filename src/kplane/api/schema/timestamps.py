@@ -6,6 +6,11 @@ it again in UTC: a ``Time`` as whole seconds (``2024-05-01T08:00:00Z``; the frac
 rounded), a ``MicroTime`` with exactly six fractional digits (``2024-05-01T08:00:00.500000Z``). So a
 value written with an offset or a fraction is read back normalized. ``normalize`` does that for
 one string; the built-in schemas apply it to every field of either type.
+
+Every stored object carries a few timestamps (``creationTimestamp``, one per managedFields entry)
+and nearly all of them repeat: objects written in the same second share theirs. So the results for
+short values are remembered (a bounded memo, cleared when full), and a repeated value costs one
+dict lookup instead of a parse.
 """
 
 from __future__ import annotations
@@ -18,9 +23,28 @@ _SECONDS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
 _MICROS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z\Z")
 
 
+_MEMO_SIZE = 4096
+_MEMO_MAX_LENGTH = 40  # longer values (long fractions) are rare and not worth keeping
+_memo: dict[tuple[str, bool], str | None] = {}
+_MISSING = ""  # never a result: normalize gives a timestamp or None
+
+
 def normalize(value: str, *, micro: bool) -> str | None:
     """``value`` in the canonical form of a Time (``micro=False``) or MicroTime, or None when Go
     would not parse it (``parse_error`` says why)."""
+    if len(value) > _MEMO_MAX_LENGTH:
+        return _normalize(value, micro)
+    key = (value, micro)
+    out = _memo.get(key, _MISSING)
+    if out != _MISSING:
+        return out
+    out = _memo[key] = _normalize(value, micro)
+    if len(_memo) > _MEMO_SIZE:
+        _memo.clear()
+    return out
+
+
+def _normalize(value: str, micro: bool) -> str | None:
     m = _RFC3339.match(value)
     if m is None or (micro and len(m.group(7) or "") != 6):
         return None  # MicroTime's layout takes exactly six fractional digits

@@ -28,6 +28,7 @@ else:
 
 Object = dict[str, Any]
 MIN_REQUEST_TIMEOUT = 1800.0
+_FLUSH_BYTES = 256 * 1024  # a batch larger than this goes out in several writes
 
 
 def list_options(scope: Scope) -> listing.ListOptions:
@@ -148,39 +149,62 @@ async def watch(scope: Scope) -> web.StreamResponse:
     resp = web.StreamResponse(headers={"Content-Type": content_type})
     resp.enable_chunked_encoding()
     await resp.prepare(scope.request)
+
+    async def send(lines: list[bytes]) -> None:
+        # One write per batch (a burst of events, the initial list): one chunk, one TLS record and
+        # one send instead of one per event. aiohttp waits here for the transport's buffer to drain
+        # past its high-water mark, so what is buffered per watcher is bounded: the storage
+        # watch's queue, one batch (``_FLUSH_BYTES`` at most past its last line), then this.
+        nonlocal writing
+        writing = True
+        await resp.write(lines[0] if len(lines) == 1 else b"".join(lines))
+        writing = False
+        for _ in lines:
+            metrics.DEFAULT.watch_event(record.group, record.version, record.plural)
+
     try:
         first_row = True
-        async for item in events:
-            converted = None
-            if (
-                webhook_converted
-                and item.type != "ERROR"
-                and (as_table or not _encoded_already(item, record, as_protobuf, metadata_only))
-            ):
-                try:
-                    converted = await scope.registry.conversion.served(record, item.object)
-                except errors.APIError as err:  # the stream ends with the failure, as an ERROR event
-                    await resp.write(_line("ERROR", dict(err.to_status())))
-                    break
-            if as_table and item.type in ("ADDED", "MODIFIED", "DELETED"):
-                obj = converted or to_version(scope.record, item.object)
-                payload = table.watch_table_event(scope.record, item.type, obj, first=first_row)
-                first_row = False
-                line = negotiation.encode_json(payload)
-            else:
-                line = _encode(
-                    item,
-                    scope.record,
-                    protobuf_frames=as_protobuf,
-                    metadata_only=metadata_only,
-                    converted=converted,
-                )
-            # aiohttp waits here for the transport's buffer to drain past its high-water mark, so
-            # what is buffered per watcher is bounded: the storage watch's queue, then this.
-            writing = True
-            await resp.write(line)
-            writing = False
-            metrics.DEFAULT.watch_event(record.group, record.version, record.plural)
+        failed = False
+        async for batch in events:
+            lines: list[bytes] = []
+            size = 0
+            for item in batch:
+                converted = None
+                if (
+                    webhook_converted
+                    and item.type != "ERROR"
+                    and (as_table or not _encoded_already(item, record, as_protobuf, metadata_only))
+                ):
+                    try:
+                        converted = await scope.registry.conversion.served(record, item.object)
+                    except errors.APIError as err:  # the stream ends with the failure, as an ERROR event
+                        if lines:
+                            await send(lines)
+                        await resp.write(_line("ERROR", dict(err.to_status())))
+                        failed = True
+                        break
+                if as_table and item.type in ("ADDED", "MODIFIED", "DELETED"):
+                    obj = converted or to_version(scope.record, item.object)
+                    payload = table.watch_table_event(scope.record, item.type, obj, first=first_row)
+                    first_row = False
+                    line = negotiation.encode_json(payload)
+                else:
+                    line = _encode(
+                        item,
+                        scope.record,
+                        protobuf_frames=as_protobuf,
+                        metadata_only=metadata_only,
+                        converted=converted,
+                    )
+                lines.append(line)
+                size += len(line)
+                if size >= _FLUSH_BYTES:
+                    await send(lines)
+                    lines, size = [], 0
+            if failed:
+                break
+            if lines:
+                await send(lines)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:

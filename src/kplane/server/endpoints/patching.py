@@ -78,7 +78,12 @@ def transform_for(record: ResourceRecord, content_type: str, patch: Any) -> Tran
         def apply_merge(current: Object) -> Object:
             # the current object decodes (it was stored so), so only what the patch set can fail
             touched = patch if isinstance(patch, dict) else None
-            return _decoded(record, _as_object(patches.merge_patch(current, patch)), touched)
+            # ``current`` is the update's private copy. A custom resource's strategy changes no
+            # nested value in place (the registry copies metadata, deep-copies before mutating
+            # admission, and the schema step builds new containers), so the result may share the
+            # subtrees the patch leaves alone: a status patch then copies little besides status.
+            patched = patches.merge_patch(current, patch, share=record.custom)
+            return _decoded(record, _as_object(patched), touched)
 
         return apply_merge
     if content_type == negotiation.STRATEGIC_PATCH:

@@ -125,7 +125,14 @@ class SchemaStep:
         compiled = self.compiled(record)
         if compiled is None:
             return obj, []
+        kept = _carried_managed_fields(obj, old)
+        if kept is not None:
+            obj = {**obj, "metadata": {**obj["metadata"], "managedFields": []}}
         result = compiled.process(obj, old=old, mode=opts.field_validation)
+        if kept is not None and isinstance(result.obj, dict):
+            meta = result.obj.get("metadata")
+            if isinstance(meta, dict) and "managedFields" in meta:
+                meta["managedFields"] = kept  # the same key, so the same place in metadata
         found = list(result.errors)
         rules = self.rules(record) if record.custom else None
         if rules is not None:
@@ -239,6 +246,25 @@ def _create_memo_key(
     except _HasList:
         return None
     return (record.group, record.version, record.kind, id(record.schema), manager, shape)
+
+
+def _carried_managed_fields(obj: Object, old: Object | None) -> list[Any] | None:
+    """``obj``'s managedFields when they are the stored object's own list, carried over unchanged
+    (every subresource write: its metadata is the stored one; a patch that leaves them alone).
+
+    The schema walk then skips them (``process`` walks an empty list in their place and puts them
+    back): they were checked and normalized when stored, an error on a value equal to the stored
+    one would be ratcheted away, and CEL rules see no managedFields. The field manager computes the
+    entries to store from them next."""
+    if old is None:
+        return None
+    meta, old_meta = obj.get("metadata"), old.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(old_meta, dict):
+        return None
+    kept = meta.get("managedFields")
+    if type(kept) is not list or not kept or kept is not old_meta.get("managedFields"):
+        return None
+    return kept
 
 
 def _with_entries(obj: Object, entries: list[Object]) -> Object:

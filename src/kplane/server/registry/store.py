@@ -165,9 +165,9 @@ class Registry:
         opts: watching.WatchOptions,
         *,
         on_terminated: Callable[[], None] | None = None,
-    ) -> AsyncGenerator[watching.WatchItem, None]:
-        """The events of ``record`` under ``opts`` (``watching.watch_objects``)."""
-        return watching.watch_objects(
+    ) -> AsyncGenerator[list[watching.WatchItem], None]:
+        """The events of ``record`` under ``opts``, in batches (``watching.watch_batches``)."""
+        return watching.watch_batches(
             self.storage, record, namespace, opts, self.clock, on_terminated=on_terminated
         )
 

@@ -1,14 +1,18 @@
 """Watch: initial events, resume from a resourceVersion, selector transitions, bookmarks.
 
-``watch_objects`` yields ``WatchItem``s until the deadline passes or the client goes away. A filtered
+``watch_batches`` yields ``WatchItem``s until the deadline passes or the client goes away. A filtered
 watch follows upstream's cacher: an object that stops matching the selector is reported as DELETED,
 one that starts matching as ADDED, so a client's view stays equal to the filtered state.
 
+Batches: ``watch_batches`` yields lists of items: whatever the storage watch already holds when
+the first of them arrives (at most ``MAX_BATCH``), so a consumer can write a burst of events (a
+group commit's, the initial list's) to its socket at once instead of one write per event.
+
 Buffering: the storage watch's own bounded queue is the only one between the cache and the
-socket; this generator takes one event at a time from it, so a consumer that stops reading makes
-that queue overflow and the watch is terminated (then ``on_terminated`` lets the consumer drop the
-connection), never an unbounded pile-up. Bookmarks are sent every ``bookmark_interval`` and two
-seconds before the deadline, as upstream's cacher does; time is the injected ``Clock``'s.
+socket; this generator takes at most one batch at a time from it, so a consumer that stops reading
+makes that queue overflow and the watch is terminated (then ``on_terminated`` lets the consumer
+drop the connection), never an unbounded pile-up. Bookmarks are sent every ``bookmark_interval``
+and two seconds before the deadline, as upstream's cacher does; time is the injected ``Clock``'s.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ _PRE_TIMEOUT = 2.0  # seconds before the deadline of the last bookmark (upstream
 
 Object = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+MAX_BATCH = 100  # items of one batch: bounds what a consumer holds beyond the storage queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +89,7 @@ def next_bookmark(now: float, interval: float, deadline: float) -> float | None:
     return None if due < now else due
 
 
-async def watch_objects(
+async def watch_batches(
     store: storage.Storage,
     record: ResourceRecord,
     namespace: str,
@@ -92,10 +97,11 @@ async def watch_objects(
     clock: Clock,
     *,
     on_terminated: Callable[[], None] | None = None,
-) -> AsyncGenerator[WatchItem, None]:
-    """The watch stream (see the module docstring). ``on_terminated`` is called synchronously if
-    the storage watch is terminated (the consumer fell behind) while this generator is suspended,
-    so a consumer blocked elsewhere can give up at once; the stream then ends without an event."""
+) -> AsyncGenerator[list[WatchItem], None]:
+    """The watch stream (see the module docstring), in non-empty batches of at most
+    ``MAX_BATCH`` items, in order. ``on_terminated`` is called synchronously if the storage watch
+    is terminated (the consumer fell behind) while this generator is suspended, so a consumer
+    blocked elsewhere can give up at once; the stream then ends without an event."""
     validate_watch(opts)
     sel = selection.Selection.parse(record, opts.label_selector, opts.field_selector)
     prefix = record.namespace_prefix(namespace)
@@ -114,12 +120,14 @@ async def watch_objects(
             snapshot = None
         source = store.watch(prefix, start)
     except storage.Expired as err:
-        yield WatchItem(
-            "ERROR", errors.Gone(f"too old resource version: {err.requested} ({err.oldest})").to_status()
-        )
+        yield [
+            WatchItem(
+                "ERROR", errors.Gone(f"too old resource version: {err.requested} ({err.oldest})").to_status()
+            )
+        ]
         return
     except storage.StorageError as err:
-        yield WatchItem("ERROR", storage_error(record, "", err).to_status())
+        yield [WatchItem("ERROR", storage_error(record, "", err).to_status())]
         return
 
     def terminated(err: storage.StorageError) -> None:
@@ -135,11 +143,17 @@ async def watch_objects(
     try:
         last = start
         if snapshot is not None:
+            batch: list[WatchItem] = []
             for obj in snapshot.items:
                 if sel.matches(obj):
-                    yield WatchItem("ADDED", obj)
+                    batch.append(WatchItem("ADDED", obj))
+                    if len(batch) == MAX_BATCH:
+                        yield batch
+                        batch = []
             if opts.send_initial_events and opts.allow_bookmarks:
-                yield WatchItem("BOOKMARK", bookmark(record, start, initial_end=True))
+                batch.append(WatchItem("BOOKMARK", bookmark(record, start, initial_end=True)))
+            if batch:
+                yield batch
         bookmark_at = (
             next_bookmark(clock.monotonic(), opts.bookmark_interval, opts.deadline)
             if opts.allow_bookmarks
@@ -155,7 +169,7 @@ async def watch_objects(
                     # revision has been sent: the bookmark may carry it (upstream: the cacher's
                     # last processed resourceVersion).
                     last = max(last, store.current_revision())
-                yield WatchItem("BOOKMARK", bookmark(record, last))
+                yield [WatchItem("BOOKMARK", bookmark(record, last))]
                 sent = now
                 now = clock.monotonic()
                 bookmark_at = next_bookmark(now, opts.bookmark_interval, opts.deadline)
@@ -186,8 +200,23 @@ async def watch_objects(
                 got = step.result()
             last = got.revision
             item = _filter(got, sel)
-            if item is not None:
-                yield item
+            batch = [item] if item is not None else []
+            ended = False
+            # What is already queued joins the batch (no wait): a burst goes out in one write.
+            while len(batch) < MAX_BATCH and source.ready:
+                try:
+                    got = await anext(events)
+                except (StopAsyncIteration, storage.StorageError):
+                    ended = True
+                    break
+                last = got.revision
+                item = _filter(got, sel)
+                if item is not None:
+                    batch.append(item)
+            if batch:
+                yield batch
+            if ended:
+                return
     finally:
         source.close()
         for task in (pending, sleeper):

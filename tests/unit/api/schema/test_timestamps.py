@@ -25,6 +25,20 @@ def test_normalize(value: str, seconds: str | None, micros: str | None) -> None:
     """UTC; a Time's fraction is cut; a MicroTime needs exactly six digits (else None)."""
     assert timestamps.normalize(value, micro=False) == seconds
     assert timestamps.normalize(value, micro=True) == micros
+    # asked again (answered from the memo this time): the same answers
+    assert timestamps.normalize(value, micro=False) == seconds
+    assert timestamps.normalize(value, micro=True) == micros
+
+
+def test_normalize_memo_stays_bounded() -> None:
+    """Many distinct values never grow the memo past its size; long values are not kept at all."""
+    for i in range(timestamps._MEMO_SIZE + 10):
+        value = f"2024-05-01T08:00:00.{i:06d}Z"
+        assert timestamps.normalize(value, micro=True) == value
+        assert len(timestamps._memo) <= timestamps._MEMO_SIZE
+    long = "2024-05-01T08:00:00." + "1" * 100 + "Z"
+    assert timestamps.normalize(long, micro=False) == "2024-05-01T08:00:00Z"
+    assert (long, False) not in timestamps._memo
 
 
 @pytest.mark.parametrize(

@@ -89,3 +89,41 @@ def test_memo_not_used_for_updates_or_other_managers() -> None:
     other = step.managed(record, None, obj, WriteOptions(field_manager="n"), "2026-01-01T00:00:00Z")
     assert first["metadata"]["managedFields"][0]["manager"] == "m"
     assert other["metadata"]["managedFields"][0]["manager"] == "n"
+
+
+def test_carried_managed_fields_process_as_a_full_walk() -> None:
+    """An update whose managedFields are the stored list itself (a status write) is processed to
+    the same object, errors and warnings as one whose equal managedFields must be walked."""
+    record = CATALOG.lookup("", "v1", "configmaps")
+    assert record is not None
+    step = SchemaStep()
+    old: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "a",
+            "namespace": "n",
+            "creationTimestamp": "2026-01-02T03:04:05Z",
+            "managedFields": [
+                {
+                    "manager": "m",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": "2026-01-02T03:04:05Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:data": {".": {}, "f:k": {}}},
+                }
+            ],
+            "labels": {"x": "1"},
+        },
+        "data": {"k": "v"},
+    }
+    new = {**old, "metadata": dict(old["metadata"]), "data": {"k": "w", "bad": 1}}
+    walked_opts, carried_opts = WriteOptions(), WriteOptions()
+    walked = step.process(record, copy.deepcopy(new), old, walked_opts)
+    carried = step.process(record, new, old, carried_opts)
+    assert carried == walked
+    assert carried[1]  # the bad value is still reported
+    assert carried_opts.warnings == walked_opts.warnings
+    assert list(carried[0]["metadata"]) == list(old["metadata"])  # same keys, same order
+    assert new["metadata"]["managedFields"] is old["metadata"]["managedFields"]  # input untouched

@@ -32,6 +32,18 @@ def _cm(name: str, **labels: str) -> dict[str, Any]:
     }
 
 
+async def _items(
+    batches: AsyncGenerator[list[watching.WatchItem], None],
+) -> AsyncGenerator[watching.WatchItem, None]:
+    """The batches' items one at a time."""
+    try:
+        async for batch in batches:
+            for item in batch:
+                yield item
+    finally:
+        await batches.aclose()
+
+
 async def _settle() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
@@ -66,7 +78,7 @@ async def test_bookmarks_on_the_fake_clock() -> None:
     await store.create(record.key(NS, "a"), _cm("a"))
     await store.create(record.key("elsewhere", "b"), {**_cm("b"), "metadata": {"name": "b"}})
     opts = watching.WatchOptions(resource_version="1", allow_bookmarks=True, deadline=10.0)
-    stream = watching.watch_objects(store, record, NS, opts, fake)
+    stream = _items(watching.watch_batches(store, record, NS, opts, fake))
     task = asyncio.ensure_future(_next(stream))
     await _settle()
     fake.step(7.9)
@@ -91,7 +103,7 @@ async def test_selector_exit_is_deleted_with_the_last_matching_state() -> None:
     key = record.key(NS, "a")
     await store.create(key, _cm("a", app="web"))
     opts = watching.WatchOptions(resource_version="1", label_selector="app=web", deadline=60.0)
-    stream = watching.watch_objects(store, record, NS, opts, fake)
+    stream = _items(watching.watch_batches(store, record, NS, opts, fake))
 
     def relabel(obj: dict[str, Any]) -> dict[str, Any]:
         obj["metadata"]["labels"] = {"app": "db"}
@@ -116,8 +128,10 @@ def _capped_stream() -> tuple[
     record = _record()
     opts = watching.WatchOptions(resource_version="0", deadline=60.0)
     gave_up: list[bool] = []
-    stream = watching.watch_objects(
-        store, record, NS, opts, clock.FakeClock(), on_terminated=lambda: gave_up.append(True)
+    stream = _items(
+        watching.watch_batches(
+            store, record, NS, opts, clock.FakeClock(), on_terminated=lambda: gave_up.append(True)
+        )
     )
     return store, record, stream, gave_up
 
@@ -151,39 +165,78 @@ async def test_slow_consumer_within_capacity_sees_everything() -> None:
     await stream.aclose()
 
 
+async def _next_batch(
+    stream: AsyncGenerator[list[watching.WatchItem], None],
+) -> list[watching.WatchItem] | None:
+    try:
+        return await asyncio.wait_for(anext(stream), 2)
+    except StopAsyncIteration:
+        return None
+
+
+def _names(batch: list[watching.WatchItem] | None) -> list[str]:
+    assert batch is not None
+    return [item.object["metadata"]["name"] for item in batch]
+
+
+async def test_queued_events_come_in_one_batch() -> None:
+    """Events already queued for the watcher come out together, in order, at most MAX_BATCH at a
+    time; the initial list is cut into batches the same way."""
+    fake = clock.FakeClock()
+    store = memory.MemoryStorage()
+    record = _record()
+    total = watching.MAX_BATCH + 5
+    for i in range(total):
+        await store.create(record.key(NS, f"i{i:03d}"), _cm(f"i{i:03d}"))
+    opts = watching.WatchOptions(deadline=60.0)
+    stream = watching.watch_batches(store, record, NS, opts, fake)
+    initial = [await _next_batch(stream), await _next_batch(stream)]
+    assert [len(b or []) for b in initial] == [watching.MAX_BATCH, 5]
+    assert _names(initial[0]) + _names(initial[1]) == [f"i{i:03d}" for i in range(total)]
+    for i in range(total):
+        await store.create(record.key(NS, f"c{i:03d}"), _cm(f"c{i:03d}"))
+    live = [await _next_batch(stream), await _next_batch(stream)]
+    assert _names(live[0]) == [f"c{i:03d}" for i in range(watching.MAX_BATCH)]
+    assert _names(live[1]) == [f"c{i:03d}" for i in range(watching.MAX_BATCH, total)]
+    await stream.aclose()
+
+
 async def test_deadline_ends_a_busy_watch() -> None:
-    """The timeout ends the stream even while events keep coming (it is checked before each one)."""
+    """The timeout ends the stream even while events keep coming (it is checked before each batch)."""
     fake = clock.FakeClock()
     store = memory.MemoryStorage()
     record = _record()
     await store.create(record.key(NS, "seed"), _cm("seed"))
     opts = watching.WatchOptions(resource_version="1", deadline=5.0)
-    stream = watching.watch_objects(store, record, NS, opts, fake)
+    stream = watching.watch_batches(store, record, NS, opts, fake)
     for i in range(3):
         await store.create(record.key(NS, f"c{i}"), _cm(f"c{i}"))
-    first = await _next(stream)
-    assert first is not None and first.object["metadata"]["name"] == "c0"
+    assert _names(await _next_batch(stream)) == ["c0", "c1", "c2"]
+    for i in range(3, 6):
+        await store.create(record.key(NS, f"c{i}"), _cm(f"c{i}"))
     fake.step(5.0)
-    assert await _next(stream) is None
+    assert await _next_batch(stream) is None
 
 
 async def test_bookmark_due_while_events_are_queued_carries_the_last_sent_revision() -> None:
     """A bookmark that falls due while events wait for this watcher carries the revision of the last
-    event sent, never one past events it has not sent yet."""
+    event sent (the end of the batch taken before it), never one past events it has not sent yet."""
     fake = clock.FakeClock()
     store = memory.MemoryStorage()
     record = _record()
     await store.create(record.key(NS, "seed"), _cm("seed"))
     opts = watching.WatchOptions(resource_version="1", allow_bookmarks=True, deadline=300.0)
-    stream = watching.watch_objects(store, record, NS, opts, fake)
+    stream = watching.watch_batches(store, record, NS, opts, fake)
     for i in range(3):
         await store.create(record.key(NS, f"c{i}"), _cm(f"c{i}"))
-    first = await _next(stream)
-    assert first is not None and first.object["metadata"]["resourceVersion"] == "2"
+    first = await _next_batch(stream)
+    assert _names(first) == ["c0", "c1", "c2"]
+    assert first is not None and first[-1].object["metadata"]["resourceVersion"] == "4"
+    for i in range(3, 5):
+        await store.create(record.key(NS, f"c{i}"), _cm(f"c{i}"))
     fake.step(60.0)
-    mark = await _next(stream)
-    assert mark is not None and mark.type == "BOOKMARK"
-    assert mark.object["metadata"]["resourceVersion"] == "2"
-    rest = [await _next(stream), await _next(stream)]
-    assert [r.object["metadata"]["name"] for r in rest if r] == ["c1", "c2"]
+    mark = await _next_batch(stream)
+    assert mark is not None and [m.type for m in mark] == ["BOOKMARK"]
+    assert mark[0].object["metadata"]["resourceVersion"] == "4"
+    assert _names(await _next_batch(stream)) == ["c3", "c4"]
     await stream.aclose()
