@@ -215,6 +215,9 @@ class _CuttingWriter:
 
     aiohttp's handler API has no hook between a streaming handler and its socket, so the request's
     payload writer (a documented attribute of aiohttp's request, set once per request) is wrapped.
+    A chunk may hold several events (the server writes a burst at once): JSON lines or protobuf
+    frames (4-byte length, then the frame) are counted one by one, and those past the limit are
+    not written.
     """
 
     def __init__(self, request: web.BaseRequest, inner: Any, limit: int) -> None:
@@ -226,10 +229,27 @@ class _CuttingWriter:
         return getattr(self._inner, name)
 
     async def write(self, chunk: Any, *args: Any, **kwargs: Any) -> None:
-        if self._left <= 0:
+        events = _events(bytes(chunk))
+        kept = events[: max(self._left, 0)]
+        self._left -= len(kept)
+        if kept:
+            await self._inner.write(b"".join(kept), *args, **kwargs)
+        if len(kept) < len(events):
             transport = self._request.transport
             if transport is not None:
                 transport.abort()
             raise ConnectionResetError("watch cut by kplane.testing fault plan")
-        self._left -= 1
-        await self._inner.write(chunk, *args, **kwargs)
+
+
+def _events(chunk: bytes) -> list[bytes]:
+    """The watch events in ``chunk``: newline-terminated JSON lines, else length-prefixed frames."""
+    if chunk.endswith(b"\n"):
+        return [line + b"\n" for line in chunk[:-1].split(b"\n")]
+    out, at = [], 0
+    while at + 4 <= len(chunk):
+        end = at + 4 + int.from_bytes(chunk[at : at + 4], "big")
+        out.append(chunk[at:end])
+        at = end
+    if at < len(chunk):
+        out.append(chunk[at:])
+    return out or [chunk]

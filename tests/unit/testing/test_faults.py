@@ -23,6 +23,7 @@ from kplane.testing import (
     Match,
     SlowWrites,
     eventually,
+    faults,
 )
 
 CONFIGMAPS = Match(verbs=("update",), resources=("configmaps",))
@@ -192,3 +193,12 @@ async def test_an_informer_converges_under_cut_watches_and_expiry(kplane_clock: 
         await eventually(lambda: cached() == server, timeout=20)
         await factory.shutdown()
     assert plan.count(DropWatches) > 0 and plan.count(ExpireOnResume) > 0 and plan.count(Conflicts) > 0
+
+
+def test_a_chunk_of_several_events_counts_each() -> None:
+    """The server writes a burst of watch events as one chunk: JSON lines and protobuf frames in it
+    are counted one by one."""
+    frame = (5).to_bytes(4, "big") + b"abcde"
+    assert faults._events(b'{"a":1}\n{"b":2}\n') == [b'{"a":1}\n', b'{"b":2}\n']
+    assert faults._events(frame + frame) == [frame, frame]
+    assert faults._events(frame) == [frame]
