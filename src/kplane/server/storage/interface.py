@@ -262,11 +262,22 @@ class Storage(Protocol):
         ...
 
     async def guaranteed_update(
-        self, key: str, fn: UpdateFunc, *, preconditions: Preconditions | None = None
+        self,
+        key: str,
+        fn: UpdateFunc,
+        *,
+        preconditions: Preconditions | None = None,
+        cached: Object | None = None,
     ) -> Object:
         """Read-modify-write: call ``fn`` on a copy of the current object and store what it returns,
         retrying from a fresh read if another write raced in between. Preconditions are checked
-        against the object ``fn`` is given. Raises ``KeyNotFound`` / ``PreconditionFailed``."""
+        against the object ``fn`` is given. Raises ``KeyNotFound`` / ``PreconditionFailed``.
+
+        ``cached`` (read-only, stamped with its resourceVersion) is what the caller believes the
+        current object is (upstream's ``cachedExistingObject``): a backend may start from it
+        instead of reading. If it was stale, the outcome is the same as without it: the write
+        conflicts and is retried from a fresh read, and a failed precondition or an error from
+        ``fn`` is re-checked against a fresh read before it is reported. Backends may ignore it."""
         ...
 
     async def delete(self, key: str, *, preconditions: Preconditions | None = None) -> Object:

@@ -164,8 +164,9 @@ class MemoryStorage:
         fn: interface.UpdateFunc,
         *,
         preconditions: interface.Preconditions | None = None,
+        cached: interface.Object | None = None,
     ) -> interface.Object:
-        while True:
+        while True:  # ``cached`` is not needed: the current object is at hand
             self._check_open()
             versions = self._versions.get(key)
             current = versions[-1][1] if versions else None

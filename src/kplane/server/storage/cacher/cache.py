@@ -380,9 +380,15 @@ class CachedStorage:
         fn: interface.UpdateFunc,
         *,
         preconditions: interface.Preconditions | None = None,
+        cached: interface.Object | None = None,
     ) -> interface.Object:
+        """The backend's update, starting from the object held here (its ``cached``): it is
+        current unless a write is still on its way to the cache, and the backend re-reads then."""
         self._check_ready()
-        return self._applied(await self._backend.guaranteed_update(key, fn, preconditions=preconditions))
+        hint = self.peek(key) if cached is None else cached
+        return self._applied(
+            await self._backend.guaranteed_update(key, fn, preconditions=preconditions, cached=hint)
+        )
 
     async def delete(
         self, key: str, *, preconditions: interface.Preconditions | None = None

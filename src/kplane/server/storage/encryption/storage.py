@@ -140,13 +140,19 @@ class EncryptedStorage:
         return self._open(key, stored)
 
     async def guaranteed_update(
-        self, key: str, fn: interface.UpdateFunc, *, preconditions: interface.Preconditions | None = None
+        self,
+        key: str,
+        fn: interface.UpdateFunc,
+        *,
+        preconditions: interface.Preconditions | None = None,
+        cached: interface.Object | None = None,
     ) -> interface.Object:
         if self._rule(key) is None:
             plain: interface.Object = await self._backend.guaranteed_update(
-                key, fn, preconditions=preconditions
+                key, fn, preconditions=preconditions, cached=cached
             )
             return plain
+        # Encrypted: ``cached`` (a plain object) is dropped; the backend holds the sealed form.
 
         async def sealed(current: interface.Object) -> interface.Object:
             plain = self._open(key, current)

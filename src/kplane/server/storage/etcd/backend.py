@@ -319,7 +319,9 @@ class EtcdStorage:
         fn: interface.UpdateFunc,
         *,
         preconditions: interface.Preconditions | None = None,
+        cached: interface.Object | None = None,
     ) -> interface.Object:
+        # ``cached`` is not used: the cluster is shared, so a cache here is often behind it.
         self._check_open()
         k = self.etcd_key(key)
         kv = await self._read_kv(key)

@@ -187,20 +187,37 @@ class SQLiteStorage:
         fn: interface.UpdateFunc,
         *,
         preconditions: interface.Preconditions | None = None,
+        cached: interface.Object | None = None,
     ) -> interface.Object:
+        hint = cached if cached is not None and _revision(cached) > 0 else None
         while True:
             self._check_open()
-            found = self._read_inline(queries.latest, self._loop_conn, key)
-            if found is None:
-                raise interface.KeyNotFound(key)
-            read_rev, value = found
-            current = queries.decode(value, read_rev)
-            if preconditions is not None:
-                preconditions.check(key, current)
-            result = fn(queries.decode(value, read_rev))
-            new = await result if inspect.isawaitable(result) else result
+            if hint is not None:
+                # The cache's object: no read on the loop thread (a GIL hand-off to the writer
+                # thread) and no decode. The writer refuses a write based on a stale one
+                # (CONFLICT, then a fresh read), and an error is re-checked against a fresh read.
+                current, read_rev, hint = hint, _revision(hint), None
+                private = orjson.loads(orjson.dumps(current))
+                confirmed = False
+            else:
+                found = self._read_inline(queries.latest, self._loop_conn, key)
+                if found is None:
+                    raise interface.KeyNotFound(key)
+                read_rev, value = found
+                current = queries.decode(value, read_rev)
+                private = queries.decode(value, read_rev)
+                confirmed = True
+            try:
+                if preconditions is not None:
+                    preconditions.check(key, current)
+                result = fn(private)
+                new = await result if inspect.isawaitable(result) else result
+            except Exception:
+                if confirmed or self._latest_revision(key) == read_rev:
+                    raise
+                continue  # the cached object was stale: again from a fresh read
             if new == current:
-                if self._read_inline(queries.latest, self._loop_conn, key) == found:
+                if self._latest_revision(key) == read_rev:
                     return current  # nothing changed: no new revision, as upstream does
                 continue
             self._check_open()
@@ -356,6 +373,11 @@ class SQLiteStorage:
             if not self._reclaim_again or self._closed:
                 return
 
+    def _latest_revision(self, key: str) -> int | None:
+        """The revision of the live object at ``key`` (None when absent), read now."""
+        found = self._read_inline(queries.latest, self._loop_conn, key)
+        return found[0] if found is not None else None
+
     def _read_inline(self, fn: Callable[..., _T], *args: object) -> _T:
         try:
             return fn(*args)
@@ -438,3 +460,10 @@ class SQLiteStorage:
                     await self.compact(target)
                 except interface.StorageError:
                     pass  # retried at the next tick; the store stays correct with more history
+
+
+def _revision(obj: interface.Object) -> int:
+    """The revision an object is stamped with (0 when it carries none)."""
+    meta = obj.get("metadata")
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return int(rv) if isinstance(rv, str) and rv.isdigit() else 0

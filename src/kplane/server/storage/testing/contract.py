@@ -38,6 +38,7 @@ CHECKS: list[fixtures.Check] = [
     reading.check_list_paging,
     updating.check_concurrent_guaranteed_updates,
     updating.check_guaranteed_update_edge_cases,
+    updating.check_cached_hint,
     updating.check_preconditions,
     updating.check_delete,
     watching.check_watch_events,

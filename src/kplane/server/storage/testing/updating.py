@@ -1,8 +1,9 @@
 """Storage contract checks of updates and deletes.
 
 ``guaranteed_update`` under concurrency (no lost update), its edge cases (a raising or no-op update
-function), preconditions (UID, resourceVersion) on update and delete, and delete's result and
-errors. Each check opens its own store through the ``Factory``.
+function), a ``cached`` starting object that is current or stale, preconditions (UID,
+resourceVersion) on update and delete, and delete's result and errors. Each check opens its own
+store through the ``Factory``.
 """
 
 from __future__ import annotations
@@ -59,6 +60,48 @@ async def check_guaranteed_update_edge_cases(factory: fixtures.Factory) -> None:
     assert fixtures.rv(seen[0]) == b + 1, "fn receives the current object with its resourceVersion"
     same = await s.guaranteed_update(fixtures.key("x"), lambda o: o)
     assert fixtures.rv(same) == b + 1 and s.current_revision() == b + 1
+
+
+async def check_cached_hint(factory: fixtures.Factory) -> None:
+    """``cached``: a current one is used as given (fn gets a private copy); a stale one changes
+    nothing about the outcome: the update lands on the current state, and an error or a failed
+    precondition that only the stale state causes is not reported."""
+    s = await factory()
+    old = await s.create(fixtures.key("h"), fixtures.pod("h"))
+    old = dict(old)  # the state at creation, kept as a (soon stale) hint
+    now = await s.guaranteed_update(fixtures.key("h"), fixtures.set_counter(1), cached=old)
+    assert now["spec"]["counter"] == 1 and fixtures.rv(now) == fixtures.rv(old) + 1
+    seen: list[interface.Object] = []
+
+    def increment_unless_zero(obj: interface.Object) -> interface.Object:
+        seen.append(obj)
+        if obj["spec"]["counter"] == 0:
+            raise ValueError("stale")
+        obj["spec"]["counter"] += 1
+        return obj
+
+    stale = await s.guaranteed_update(fixtures.key("h"), increment_unless_zero, cached=old)
+    assert stale["spec"]["counter"] == 2 and fixtures.rv(stale) == fixtures.rv(now) + 1
+    assert seen[-1]["spec"]["counter"] == 2  # the last run saw the current state
+    current = await s.get(fixtures.key("h"))
+    refused = interface.Preconditions(resource_version=current["metadata"]["resourceVersion"])
+    after = await s.guaranteed_update(
+        fixtures.key("h"), fixtures.set_counter(3), preconditions=refused, cached=old
+    )
+    assert after["spec"]["counter"] == 3
+
+    def mutate_then_fail(obj: interface.Object) -> interface.Object:
+        obj["spec"]["counter"] = 99
+        raise ValueError("refused")
+
+    latest = await s.get(fixtures.key("h"))
+    try:
+        await s.guaranteed_update(fixtures.key("h"), mutate_then_fail, cached=latest)
+        raise AssertionError("an exception from fn on the current state must propagate")
+    except ValueError:
+        pass
+    assert latest["spec"]["counter"] == 3, "fn must get a copy, not the cached object"
+    assert (await s.get(fixtures.key("h")))["spec"]["counter"] == 3
 
 
 async def check_preconditions(factory: fixtures.Factory) -> None:
