@@ -272,10 +272,11 @@ class FieldSet:
     ``kplane.api.apply.walk.fields_of``.
     """
 
-    __slots__ = ("_root",)
+    __slots__ = ("_fields_v1", "_root")
 
     def __init__(self, root: Node | None = None) -> None:
         self._root: Node = _root(root)
+        self._fields_v1: dict[str, Any] | None = None
 
     @classmethod
     def of_paths(cls, *paths: Path) -> FieldSet:
@@ -348,8 +349,11 @@ class FieldSet:
         return "FieldSet(" + ", ".join(path_string(p) for p in self.paths()) + ")"
 
     def to_fields_v1(self) -> dict[str, Any]:
-        """The ``fieldsV1`` value: children in upstream order, ``"."`` last."""
-        return _encode(self._root)
+        """The ``fieldsV1`` value: children in upstream order, ``"."`` last. Computed once per
+        set and shared (read-only, like the stored objects it goes into)."""
+        if self._fields_v1 is None:
+            self._fields_v1 = _encode(self._root)
+        return self._fields_v1
 
     @classmethod
     def from_fields_v1(cls, data: Any) -> FieldSet:
@@ -357,11 +361,31 @@ class FieldSet:
 
         Raises ``ValueError`` when ``data`` is not a JSON object of objects, or a ``k:``/``v:``
         element does not hold valid JSON.
+
+        Sets are immutable, so one parsed from the same JSON text as a recent one is that one
+        (a bounded memo): an entry repeated across objects (every object a controller created
+        the same way) is parsed, and encoded again, once.
         """
         if not isinstance(data, Mapping):
             raise ValueError("fieldsV1 must be a JSON object")
-        node = _decode(data)
-        return cls(node)
+        try:
+            text = orjson.dumps(data)
+        except TypeError:
+            text = b""  # not JSON-encodable (then not a valid fieldsV1 either): parse to report it
+        if not text or len(text) > _PARSED_MAX_LENGTH:
+            return cls(_decode(data))
+        hit = _parsed.get(text)
+        if hit is None:
+            hit = cls(_decode(data))
+            if len(_parsed) >= _PARSED_SIZE:
+                _parsed.clear()
+            _parsed[text] = hit
+        return hit
+
+
+_PARSED_SIZE = 1024
+_PARSED_MAX_LENGTH = 4096
+_parsed: dict[bytes, FieldSet] = {}
 
 
 def _union_children(a: Node, b: Node) -> Node:

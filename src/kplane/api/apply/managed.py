@@ -59,6 +59,21 @@ class Entry:
 def identity(manager: str, operation: str, api_version: str, subresource: str = "") -> str:
     """The manager identifier: the JSON of the entry without time, fields and (for appliers)
     apiVersion. Conflict messages decode it back; sorting by it orders managers as upstream."""
+    key = (manager, operation, api_version, subresource)
+    known = _identities.get(key)
+    if known is None:
+        known = _identity(manager, operation, api_version, subresource)
+        if len(_identities) >= _IDENTITIES_SIZE:
+            _identities.clear()
+        _identities[key] = known
+    return known
+
+
+_IDENTITIES_SIZE = 1024
+_identities: dict[tuple[str, str, str, str], str] = {}
+
+
+def _identity(manager: str, operation: str, api_version: str, subresource: str) -> str:
     doc: dict[str, str] = {}
     if manager:
         doc["manager"] = manager

@@ -116,3 +116,25 @@ def test_canonical_json_escapes_html_like_go() -> None:
     """Values inside elements are escaped as Go's encoder does."""
     assert fieldpath.value("a<b&c") == 'v:"a\\u003cb\\u0026c"'
     assert fieldpath.value(1.0) == "v:1"
+
+
+def test_parsing_the_same_text_again_gives_the_same_set() -> None:
+    """A fieldsV1 value parsed before is answered from the memo: the same (immutable) set, whose
+    encoding is computed once; a differently spelled equal value is parsed on its own."""
+    data = {"f:spec": {".": {}, "f:value": {}}}
+    first = FieldSet.from_fields_v1(data)
+    again = FieldSet.from_fields_v1(orjson.loads(orjson.dumps(data)))
+    assert again is first
+    assert first.to_fields_v1() is first.to_fields_v1()
+    assert first.to_fields_v1() == {"f:spec": {"f:value": {}, ".": {}}}
+    reordered = FieldSet.from_fields_v1({"f:spec": {"f:value": {}, ".": {}}})
+    assert reordered is not first and reordered == first
+
+
+def test_parse_memo_stays_bounded() -> None:
+    """Many distinct values never grow the memo past its size; long ones are not kept."""
+    for i in range(fieldpath._PARSED_SIZE + 10):
+        FieldSet.from_fields_v1({f"f:k{i}": {}})
+        assert len(fieldpath._parsed) <= fieldpath._PARSED_SIZE
+    big = {f"f:{'x' * 100}{i}": {} for i in range(60)}
+    assert FieldSet.from_fields_v1(big) is not FieldSet.from_fields_v1(big)
