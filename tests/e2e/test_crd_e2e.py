@@ -381,6 +381,26 @@ def test_crd_deletion_removes_objects_and_discovery(api: Kube, ns: str) -> None:
     api.ok("DELETE", f"{CRD_PATH}/gizmos.{GROUP}")
 
 
+def test_crd_deletion_completes_while_its_objects_are_written(api: Kube, ns: str) -> None:
+    """Writes to a custom object while its CRD is terminating do not stop the deletion: the object's
+    own finalizer holds the CRD, and once it goes the objects, the CRD and its discovery entry go
+    (upstream's crd_finalizer.go deletes every instance and requeues until none remain)."""
+    _install(api, _crd("doodads", "Doodad", [_version("v1")]))
+    path = f"/apis/{GROUP}/v1/namespaces/{ns}/doodads"
+    for i in range(3):
+        api.ok("POST", path, {"apiVersion": f"{GROUP}/v1", "kind": "Doodad", "metadata": {"name": f"d{i}"}})
+    assert api.patch(f"{path}/d0", {"metadata": {"finalizers": ["e2e.kplane.dev/hold"]}}).status == 200
+    assert api.delete(f"{CRD_PATH}/doodads.{GROUP}").status == 200
+    poll(lambda: [i["metadata"]["name"] for i in api.ok("GET", path)["items"]] == ["d0"])
+    for n in range(5):  # another writer keeps changing the held object during the deletion
+        assert api.patch(f"{path}/d0", {"metadata": {"labels": {"touch": str(n)}}}).status == 200
+    assert api.ok("GET", f"{CRD_PATH}/doodads.{GROUP}")["metadata"].get("deletionTimestamp")
+    assert api.patch(f"{path}/d0", {"metadata": {"finalizers": None}}).status == 200
+    poll(lambda: api.get(f"{CRD_PATH}/doodads.{GROUP}").status == 404)
+    poll(lambda: not _discovered(api, "v1", "doodads"))
+    assert api.get(f"{path}/d0").status == 404
+
+
 def test_two_versions(api: Kube, ns: str) -> None:
     """A CRD served at v1beta1 and v1 (storage) serves each object at both with the asked apiVersion."""
     crd = _crd("gadgets", "Gadget", [_version("v1beta1", storage=False), _version("v1")])

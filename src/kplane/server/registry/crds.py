@@ -4,14 +4,13 @@
 CRD on write and fills its status (``NamesAccepted`` and ``Established`` conditions, accepted names,
 stored versions), so a CRD is established the moment it is stored. ``CRDController`` keeps the
 catalog in step: it registers a CRD's resources synchronously after each write of the CRD (so the
-next request can use them) and from a watch (restarts, other writers), and finishes a CRD deletion by
-deleting every custom object before removing the cleanup finalizer.
+next request can use them) and from a watch (restarts, other writers), and hands a terminating CRD to
+``crdfinalizer``, which deletes every custom object before removing the cleanup finalizer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import re
@@ -24,10 +23,10 @@ from kplane.api.catalog import Catalog, PrinterColumn, ResourceRecord, ScaleSpec
 from kplane.api.gvk import GroupResource
 from kplane.api.validation import apiextensions
 from kplane.server import storage
-from kplane.server.registry import strategy
+from kplane.server.registry import crdfinalizer, strategy
 from kplane.server.registry.fieldschema import WriteOptions
 from kplane.server.registry.objects import rfc3339
-from kplane.server.registry.store import DeleteOptions, Registry
+from kplane.server.registry.store import Registry
 
 if TYPE_CHECKING:
     from kplane.api import cel
@@ -37,7 +36,6 @@ else:
 log = logging.getLogger("kplane.server.crds")
 Object = dict[str, Any]
 
-CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 CRD_PREFIX = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -257,7 +255,7 @@ class CRDStrategy(strategy.Strategy):
         obj["status"] = {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": stored}
 
     def finalizers_on_delete(self, record: ResourceRecord) -> tuple[str, ...]:
-        return (CLEANUP_FINALIZER,)
+        return (crdfinalizer.CLEANUP_FINALIZER,)
 
     def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
         super().prepare_for_update(record, new, old)
@@ -364,7 +362,7 @@ class CRDController:
         self.catalog = catalog
         self.clock = clock
         self._task: asyncio.Task[None] | None = None
-        self._cleanups: dict[str, asyncio.Task[None]] = {}
+        self._finalizer = crdfinalizer.CRDFinalizer(registry, catalog, clock, crd_record=self.crd_record)
         self._establishing: dict[str, asyncio.Task[None]] = {}
         registry.after_write(
             self._after_write, resource=("apiextensions.k8s.io", "customresourcedefinitions")
@@ -386,12 +384,11 @@ class CRDController:
         self._task = asyncio.get_running_loop().create_task(self._follow(page.revision))
 
     async def close(self) -> None:
-        tasks = [
-            t for t in [self._task, *self._cleanups.values(), *self._establishing.values()] if t is not None
-        ]
+        tasks = [t for t in [self._task, *self._establishing.values()] if t is not None]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self._finalizer.close()
 
     def sync(self, crd: Object, *, deleted: bool = False) -> None:
         """Make the catalog serve exactly what ``crd`` defines (nothing, once deleted)."""
@@ -405,7 +402,7 @@ class CRDController:
             return
         self.catalog.replace_group_resource(gr, crd_records(crd))
         if (crd.get("metadata") or {}).get("deletionTimestamp"):
-            self._cleanup_soon(crd["metadata"]["name"], gr)
+            self._finalizer.finish(crd["metadata"]["name"], gr)
         elif not established(crd):
             self._establish_soon(crd["metadata"]["name"])
 
@@ -449,43 +446,3 @@ class CRDController:
             except Exception:
                 log.exception("CRD watch failed; restarting")
                 await self.clock.sleep(1.0)
-
-    def _cleanup_soon(self, name: str, gr: GroupResource) -> None:
-        task = self._cleanups.get(name)
-        if task is None or task.done():
-            self._cleanups[name] = asyncio.get_running_loop().create_task(self._cleanup(name, gr))
-
-    async def _cleanup(self, name: str, gr: GroupResource) -> None:
-        """Delete every custom object of the CRD, then let the CRD go."""
-        try:
-            records = [r for r in self.catalog if r.group_resource == gr]
-            if records:
-                record = records[0]
-                while True:
-                    page = await self.registry.storage.list(record.key_prefix)
-                    if not page.items:
-                        break
-                    for obj in page.items:
-                        meta = obj["metadata"]
-                        if meta.get("deletionTimestamp") and meta.get("finalizers"):
-                            continue
-                        with contextlib.suppress(errors.NotFound):
-                            await self.registry.delete(
-                                record, meta.get("namespace", ""), meta["name"], DeleteOptions()
-                            )
-                    remaining = (await self.registry.storage.list(record.key_prefix)).items
-                    if not remaining:
-                        break
-                    await self.clock.sleep(0.5)
-
-            def drop(current: Object) -> Object:
-                meta = dict(current["metadata"])
-                meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != CLEANUP_FINALIZER]
-                return {**current, "metadata": meta}
-
-            with contextlib.suppress(errors.NotFound):
-                await self.registry.update(self.crd_record(), "", name, drop)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("cleaning up CRD %s failed", name)
