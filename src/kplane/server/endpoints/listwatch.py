@@ -224,21 +224,22 @@ def _encode(
     and shared by every watcher. ``metadata_only`` is a meta.k8s.io version: objects (not errors)
     go as PartialObjectMetadata of it; ``converted``: the object already at ``record``'s version
     (a conversion webhook's answer)."""
+    ev = item.event
+    memo = (item.type, record.api_version, protobuf_frames, metadata_only)
+    if ev is not None:
+        cached = ev.encoded.get(memo)
+        if cached is not None:
+            return cached  # another watcher's: no conversion or view to build again
     if converted is not None:
         obj = converted
     else:
         obj = to_version(record, item.object) if item.type != "ERROR" else item.object
     if metadata_only and item.type != "ERROR":
         obj = partial.of_object(obj, metadata_only)
-    encode = _frame if protobuf_frames else _line
-    ev = item.event
+    line = (_frame if protobuf_frames else _line)(item.type, obj)
     if ev is not None:
-        memo = (item.type, record.api_version, protobuf_frames, metadata_only)
-        cached = ev.encoded.get(memo)
-        if cached is None:
-            cached = ev.encoded[memo] = encode(item.type, obj)
-        return cached
-    return encode(item.type, obj)
+        ev.encoded[memo] = line
+    return line
 
 
 def _encoded_already(
