@@ -423,7 +423,7 @@ class Registry:
         if not isinstance(produced, dict):
             raise errors.BadRequest("the object must be a JSON object")
         new = dict(produced)
-        if jsonbody.too_deep(_without_managed_fields(new)):
+        if _nests_too_deep(new, current):
             # a patch can build what no body may hold (a JSON patch adding a deep value at a deep
             # path); kplane's nesting limit (README) holds for stored objects too
             raise errors.BadRequest(
@@ -715,10 +715,25 @@ def _check_delete_preconditions(record: ResourceRecord, meta: Object, opts: Dele
         )
 
 
-def _without_managed_fields(obj: Object) -> Object:
-    """``obj`` without ``metadata.managedFields`` (whose field sets mirror the object's own depth
-    a few levels down), for the nesting check: a body's limit is the object's limit."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict) or "managedFields" not in meta:
-        return obj
-    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+def _nests_too_deep(new: Object, current: Object) -> bool:
+    """Whether ``new`` nests deeper than a body may, ``metadata.managedFields`` aside (their field
+    sets mirror the object's own depth a few levels down: a body's limit is the object's limit).
+
+    Values that are the stored object's own (a patch shares what it leaves alone) were checked
+    when stored at the same place, so only the others are walked."""
+    limit = jsonbody.MAX_DEPTH
+    for key, value in new.items():
+        if value is current.get(key) or not isinstance(value, dict | list):
+            continue
+        if key != "metadata" or not isinstance(value, dict):
+            if jsonbody.too_deep(value, limit - 1):
+                return True
+            continue
+        old_meta = current.get("metadata")
+        old_meta = old_meta if isinstance(old_meta, dict) else {}
+        for name, field in value.items():
+            if name == "managedFields" or field is old_meta.get(name):
+                continue
+            if isinstance(field, dict | list) and jsonbody.too_deep(field, limit - 2):
+                return True
+    return False
