@@ -197,7 +197,10 @@ class SQLiteStorage:
                 # thread) and no decode. The writer refuses a write based on a stale one
                 # (CONFLICT, then a fresh read), and an error is re-checked against a fresh read.
                 current, read_rev, hint = hint, _revision(hint), None
-                private = orjson.loads(orjson.dumps(current))
+                try:
+                    private = orjson.loads(orjson.dumps(current))
+                except (TypeError, orjson.JSONDecodeError):
+                    continue  # not what this store writes: read it instead
                 confirmed = False
             else:
                 found = self._read_inline(queries.latest, self._loop_conn, key)
