@@ -24,7 +24,7 @@ from aiohttp import web
 
 from kplane.api import errors
 from kplane.server.auth import authn
-from kplane.server.filters.types import Filter, Handler
+from kplane.server.filters.types import Gate
 
 INSECURE_USER = authn.UserInfo(name="kplane-admin", groups=("system:masters", authn.AUTHENTICATED_GROUP))
 USER_KEY = authn.USER_KEY
@@ -33,7 +33,7 @@ _UNSET = object()
 _INVALID = object()  # a presented certificate that does not verify
 
 
-def authentication(authenticator: authn.RequestAuthenticator) -> Filter:
+def authentication(authenticator: authn.RequestAuthenticator) -> Gate:
     by_connection: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     def certificate_user(ssl_object: Any) -> Any:
@@ -45,12 +45,12 @@ def authentication(authenticator: authn.RequestAuthenticator) -> Filter:
         except ValueError:
             return _INVALID
 
-    async def authenticate(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+    def authenticate(request: web.BaseRequest) -> None:
         transport = request.transport
         ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
         if ssl_object is None:
             request[USER_KEY] = INSECURE_USER
-            return await handler(request)
+            return
         user = by_connection.get(ssl_object, _UNSET)
         if user is _UNSET:
             user = by_connection[ssl_object] = certificate_user(ssl_object)
@@ -65,6 +65,5 @@ def authentication(authenticator: authn.RequestAuthenticator) -> Filter:
             else:
                 user = authn.ANONYMOUS
         request[USER_KEY] = user
-        return await handler(request)
 
-    return authenticate
+    return Gate(authenticate)

@@ -13,7 +13,7 @@ from aiohttp import web
 from kplane.server import storage
 from kplane.server.auth import authn, authz
 from kplane.server.endpoints import history, requestinfo
-from kplane.server.filters.types import Filter, Handler
+from kplane.server.filters.types import Gate
 
 
 def attributes_of(request: web.BaseRequest, user: authn.UserInfo) -> authz.Attributes:
@@ -53,12 +53,15 @@ def _name_from_field_selector(selector: str) -> str:
 
 def authorization(
     authorizer: authz.Authorizer, rules_for: authz.RulesFor = authz.all_rules, *, record_writer: bool = True
-) -> Filter:
+) -> Gate:
     """Refuse what ``authorizer`` does not allow; leave it and ``rules_for`` on the request for
     the review APIs. The handler runs with ``storage.WRITER`` set to the user, whom a store that
-    keeps history records with each write (unless not ``record_writer``: to measure what it costs)."""
+    keeps history records with each write (unless not ``record_writer``: to measure what it costs).
 
-    async def authorize(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+    ``WRITER`` is set and not reset: aiohttp runs each request in a task of its own, whose context
+    is a copy, so the value is that request's alone."""
+
+    def authorize(request: web.BaseRequest) -> None:
         user = request[authn.USER_KEY]
         attributes = attributes_of(request, user)
         decision = authorizer(attributes)
@@ -67,12 +70,7 @@ def authorization(
             raise authz.forbidden(attributes, decision.reason)
         request[authz.AUTHORIZER_KEY] = authorizer
         request[authz.RULES_KEY] = rules_for
-        if not record_writer:
-            return await handler(request)
-        token = storage.WRITER.set(user.name)
-        try:
-            return await handler(request)
-        finally:
-            storage.WRITER.reset(token)
+        if record_writer:
+            storage.WRITER.set(user.name)
 
-    return authorize
+    return Gate(authorize)

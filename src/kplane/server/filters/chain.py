@@ -1,9 +1,15 @@
-"""The filter chain, written once, outermost first (the order a request passes through)."""
+"""The filter chain, written once, outermost first (the order a request passes through).
+
+Filters are coroutines around the rest of the chain (``types.Filter``) or ``types.Gate`` checks
+that need nothing after the request; ``build`` runs each run of consecutive gates in one step, so
+a request passes few coroutines whatever the number of filters."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+
+from aiohttp import web
 
 from kplane._util.clock import Clock, RealClock
 from kplane.server.auth import authn, authz
@@ -17,7 +23,7 @@ from kplane.server.filters.impersonation import impersonation
 from kplane.server.filters.metrics import metrics
 from kplane.server.filters.recovery import recovery
 from kplane.server.filters.requestinfo import request_info
-from kplane.server.filters.types import Filter, Handler
+from kplane.server.filters.types import Filter, Gate, Handler
 from kplane.server.flowcontrol.config import FlowControl
 
 
@@ -33,7 +39,7 @@ def filters(
     audit: Filter | None = None,
     dashboard: assets.Assets | None = None,
     record_writer: bool = True,
-) -> list[Filter]:
+) -> list[Filter | Gate]:
     """Outermost first: recovery -> dashboard (its public files, when ``dashboard`` is given:
     ``filters.dashboard``) -> request info -> metrics -> authentication -> audit (when
     given: ``filters.audit``) -> impersonation ->
@@ -73,19 +79,43 @@ def build(
     record_writer: bool = True,
 ) -> Handler:
     """``handler`` wrapped in every filter, so a request passes them in list order."""
-    for f in reversed(
-        filters(
-            authenticator,
-            extra,
-            authorizer=authorizer,
-            rules_for=rules_for,
-            sink=sink,
-            clock=clock,
-            flow_control=flow_control,
-            audit=audit,
-            dashboard=dashboard,
-            record_writer=record_writer,
-        )
-    ):
-        handler = functools.partial(f, handler=handler)
-    return handler
+    steps = filters(
+        authenticator,
+        extra,
+        authorizer=authorizer,
+        rules_for=rules_for,
+        sink=sink,
+        clock=clock,
+        flow_control=flow_control,
+        audit=audit,
+        dashboard=dashboard,
+        record_writer=record_writer,
+    )
+    return compose(steps, handler)
+
+
+def compose(steps: Sequence[Filter | Gate], handler: Handler) -> Handler:
+    """``handler`` behind ``steps`` (outermost first); consecutive gates share one coroutine."""
+    gates: list[Gate] = []
+    for step in reversed(steps):
+        if isinstance(step, Gate):
+            gates.insert(0, step)
+            continue
+        if gates:
+            handler = _gated(gates, handler)
+            gates = []
+        handler = functools.partial(step, handler=handler)
+    return _gated(gates, handler) if gates else handler
+
+
+def _gated(gates: Sequence[Gate], handler: Handler) -> Handler:
+    checks = tuple(g.check for g in gates)
+
+    async def gated(request: web.BaseRequest) -> web.StreamResponse:
+        for check in checks:
+            answer = check(request)
+            if answer is not None:
+                return answer
+        return await handler(request)
+
+    return gated

@@ -14,22 +14,22 @@ from aiohttp import web
 from kplane.api import errors
 from kplane.server.auth import authn
 from kplane.server.dashboard import assets
-from kplane.server.filters.types import Filter, Handler
+from kplane.server.filters.types import Gate
 
 SESSION_PATH = assets.PREFIX + "/session"
 
 
-def dashboard(authenticator: authn.RequestAuthenticator, files: assets.Assets) -> Filter:
-    async def serve(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+def dashboard(authenticator: authn.RequestAuthenticator, files: assets.Assets) -> Gate:
+    def serve(request: web.BaseRequest) -> web.StreamResponse | None:
         if not assets.is_dashboard_path(request.path):
-            return await handler(request)
+            return None
         if request.method not in ("GET", "HEAD"):
             raise errors.method_not_allowed()
         if request.path == SESSION_PATH:
             return _session(request, authenticator)
         return files.response(request)
 
-    return serve
+    return Gate(serve)
 
 
 def _session(request: web.BaseRequest, authenticator: authn.RequestAuthenticator) -> web.Response:

@@ -36,18 +36,10 @@ _UNSAFE_HEADER = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 
 
 async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
-    resp = await _recover(request, handler)
-    extra = request.get(RESPONSE_HEADERS)
-    if extra and not resp.prepared:
-        resp.headers.update(extra)
-    return resp
-
-
-async def _recover(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
     try:
         resp = await handler(request)
     except errors.APIError as err:
-        return _failure(request, err)
+        resp = _failure(request, err)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -55,7 +47,7 @@ async def _recover(request: web.BaseRequest, handler: Handler) -> web.StreamResp
         message = exc.text or exc.reason
         if exc.status == 413:
             message = "the request body is too large: at most 3145728 bytes are accepted"
-        return _failure(request, cls(message, code=exc.status, reason=cls.default_reason))
+        resp = _failure(request, cls(message, code=exc.status, reason=cls.default_reason))
     except (ConnectionResetError, ConnectionError):
         raise
     except storage.StorageError as err:
@@ -65,13 +57,16 @@ async def _recover(request: web.BaseRequest, handler: Handler) -> web.StreamResp
         if mapped is None:
             log.exception("unhandled storage error serving %s %s", request.method, request.path)
             mapped = errors.InternalError(f"Internal error occurred: {err}")
-        return _failure(request, mapped)
+        resp = _failure(request, mapped)
     except Exception:
         log.exception("unhandled error serving %s %s", request.method, request.path)
-        failure = errors.InternalError("Internal error occurred: unexpected server error")
-        return _failure(request, failure)
-    if not resp.prepared:
-        _sanitize_headers(resp)
+        resp = _failure(request, errors.InternalError("Internal error occurred: unexpected server error"))
+    else:
+        if not resp.prepared:
+            _sanitize_headers(resp)
+    extra = request.get(RESPONSE_HEADERS)
+    if extra and not resp.prepared:
+        resp.headers.update(extra)
     return resp
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from aiohttp import web
 
 from kplane.server.endpoints import requestinfo as parsing
-from kplane.server.filters.types import Handler
+from kplane.server.filters.types import Gate
 
 
-async def request_info(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+def _parse(request: web.BaseRequest) -> None:
     request[parsing.INFO_KEY] = parsing.parse(
         request.method, request.path, watch_param=request.query.get("watch")
     )
-    return await handler(request)
+
+
+request_info = Gate(_parse)

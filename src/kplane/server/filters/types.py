@@ -1,12 +1,23 @@
 """The signatures every filter has and wraps."""
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 from aiohttp import web
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 Filter = Callable[..., Awaitable[web.StreamResponse]]
 """``async def f(request, handler) -> response``: a filter calls ``handler`` to go on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A filter with nothing to do after the request: ``check(request)`` answers it (returns a
+    response, or raises an ``APIError``) or returns None to let it go on. The chain runs
+    consecutive gates in one step, so they cost no coroutine of their own."""
+
+    check: Callable[[web.BaseRequest], web.StreamResponse | None]
+
 
 RESPONSE_HEADERS: web.RequestKey[Mapping[str, str]] = web.RequestKey("response_headers", Mapping)
 """Headers an inner filter wants on whatever answer the request gets (a failure's Status too);
