@@ -30,6 +30,27 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
     return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
+_KNOWN_QUALIFIED: set[str] = set()
+_KNOWN_BOUND = 4096  # keys are client-chosen: remember at most this many
+
+
+def valid_qualified_name(key: str) -> bool:
+    """Whether ``key`` is a valid qualified name; answered from a bounded memo of valid keys, since
+    label and annotation keys repeat across objects and every write checks them."""
+    if key in _KNOWN_QUALIFIED:
+        return True
+    if qualified_name_errors(key):
+        return False
+    if len(_KNOWN_QUALIFIED) < _KNOWN_BOUND:
+        _KNOWN_QUALIFIED.add(key)
+    return True
+
+
+def valid_label_value(value: str) -> bool:
+    """Whether ``value`` is a valid label value (``label_value_errors`` would be empty)."""
+    return len(value) <= 63 and _VALUE_RE.fullmatch(value) is not None
+
+
 def qualified_name_errors(key: str) -> list[str]:
     """Why ``key`` is not a valid qualified name (label key, annotation key); empty when it is."""
     errs: list[str] = []

@@ -255,13 +255,7 @@ class APIServer:
             from kplane.server.storage.encryption.storage import EncryptedStorage
 
             backend = EncryptedStorage(backend, encryption.load(cfg.encryption_provider_config))
-        timed = InstrumentedStorage(
-            backend,
-            lambda op, key, seconds: metrics.DEFAULT.storage_request(
-                op, metrics.resource_of_key(key), seconds
-            ),
-            cfg.clock,
-        )
+        timed = InstrumentedStorage(backend, metrics.DEFAULT.storage_request, cfg.clock)
         self.storage = CachedStorage(timed, window=cfg.history_window, clock=cfg.clock)
         cache = self.storage
         metrics.DEFAULT.object_counts = lambda: {
@@ -405,10 +399,9 @@ class APIServer:
             control.apply(key, obj)
 
         def on_event(event: storage.Event) -> None:
-            if event.key.startswith(flowcontrol_config.PREFIX):
-                control.apply(event.key, None if event.type == storage.DELETED else event.object)
+            control.apply(event.key, None if event.type == storage.DELETED else event.object)
 
-        self._unlisten_flowcontrol = self.storage.listen(on_event)
+        self._unlisten_flowcontrol = self.storage.listen(on_event, flowcontrol_config.PREFIX)
         self._dangling = flowcontrolconfig.DanglingConditions(self.registry, self.catalog, control, cfg.clock)
         await flowcontrolconfig.ensure_bootstrap(self.registry, self.catalog)
         await self._dangling.start()
@@ -434,12 +427,11 @@ class APIServer:
         )
 
         def on_event(event: storage.Event) -> None:
-            if event.key.startswith(rbac.PREFIX):
-                index.apply(event.key, None if event.type == storage.DELETED else event.object)
-                if event.key.startswith(rbac.PREFIX + "clusterroles/"):
-                    aggregator.poke()
+            index.apply(event.key, None if event.type == storage.DELETED else event.object)
+            if event.key.startswith(rbac.PREFIX + "clusterroles/"):
+                aggregator.poke()
 
-        self._unlisten_rbac = self.storage.listen(on_event)
+        self._unlisten_rbac = self.storage.listen(on_event, rbac.PREFIX)
         await rbacpolicy.reconcile_bootstrap(self.registry, self.catalog)
         await aggregator.sync()
         aggregator.start()

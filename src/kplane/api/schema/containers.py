@@ -87,6 +87,7 @@ def object_node(shape: ObjectShape) -> Fn:
     get_prop = {k: (shape.leaf.get(fn, Never), fn) for k, fn in shape.props.items()}.get
     nullable_props = shape.nullable_props
     extra_fn = shape.extra
+    extra_leaf = shape.leaf.get(extra_fn, Never) if extra_fn is not None else Never
     extra_nullable = shape.extra_nullable
     keep_rest = shape.keep_rest
     defaults = shape.defaults
@@ -112,6 +113,8 @@ def object_node(shape: ObjectShape) -> Fn:
                         out[k] = x
                     elif x is not None or k in nullable_props:
                         out[k] = child(x, prefix + k, None, ctx)
+                elif type(x) is extra_leaf:  # a map's plain value (labels, data): no call
+                    out[k] = x
                 elif extra_fn is not None:
                     if x is not None or extra_nullable:
                         out[k] = extra_fn(x, map_key(path, k), None, ctx)

@@ -87,12 +87,12 @@ def config_map(obj: Object, old: Object | None) -> Errs:
     data, binary = d(obj.get("data")), d(obj.get("binaryData"))
     total = 0
     for key, value in data.items():
-        errs.extend(config_key(key, f"data[{key}]"))
+        errs.extend(config_key(key, "data"))
         if key in binary:
             errs.append(errors.invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
         total += len(value.encode()) if isinstance(value, str) else 0
     for key, value in binary.items():
-        errs.extend(config_key(key, f"binaryData[{key}]"))
+        errs.extend(config_key(key, "binaryData"))
         total += _decoded_len(value)
     if total > _MAX_DATA:
         errs.append(
@@ -109,7 +109,7 @@ def secret(obj: Object, old: Object | None) -> Errs:
     data = d(obj.get("data"))
     total = 0
     for key, value in data.items():
-        errs.extend(config_key(key, f"data[{key}]"))
+        errs.extend(config_key(key, "data"))
         total += _decoded_len(value)
     kind = obj.get("type")
     if kind == "kubernetes.io/service-account-token":

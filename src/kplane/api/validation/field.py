@@ -21,6 +21,7 @@ _PORT_CHARSET = re.compile("[-a-z0-9]+")
 _PORT_LETTER = re.compile(".*[a-z].*")
 _CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
 _CONFIG_KEY_RE = re.compile(_CONFIG_KEY_FMT)
+_VALID_CONFIG_KEY = re.compile(r"(?!\.\.)(?!\.\Z)[-._a-zA-Z0-9]{1,253}")  # every rule below at once
 _CONFIG_KEY_MSG = (
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or "
     f"'KEY_NAME',  or 'key-name', regex used for validation is '{_CONFIG_KEY_FMT}')"
@@ -73,8 +74,12 @@ def valid_port(value: Any) -> bool:
     return type(value) is int and 1 <= value <= 65535
 
 
-def config_key(key: str, path: str) -> Errs:
-    """``IsConfigMapKey``: at most 253 characters of ``[-._a-zA-Z0-9]``, not ``.``/``..``-led."""
+def config_key(key: str, field: str) -> Errs:
+    """``IsConfigMapKey`` of a key of the map ``field`` (errors at ``field[key]``): at most 253
+    characters of ``[-._a-zA-Z0-9]``, not ``.``/``..``-led."""
+    if _VALID_CONFIG_KEY.fullmatch(key):
+        return []
+    path = f"{field}[{key}]"
     errs: Errs = []
     if len(key) > 253:
         errs.append(errors.invalid(path, key, "must be no more than 253 characters"))

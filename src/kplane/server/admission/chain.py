@@ -100,6 +100,43 @@ def _acts_on(p: plugin.Plugin, key: tuple[str, str]) -> bool:
     return resources is None or key in resources
 
 
+Admit = Callable[[admitting.Attributes], Awaitable[None] | None]
+
+
+async def _run_on(
+    attrs: admitting.Attributes, admits: list[Admit], index: int, pending: Awaitable[None]
+) -> None:
+    """The rest of a pass, from ``admits[index]``, whose call returned ``pending``."""
+    await pending
+    for admit in admits[index + 1 :]:
+        more = admit(attrs)
+        if more is not None:
+            await more
+
+
+async def _mutate_on(
+    attrs: admitting.Attributes, mutators: list[Admit], index: int, pending: Awaitable[None]
+) -> None:
+    await _run_on(attrs, mutators, index, pending)
+    again = _reinvoked(attrs, mutators)
+    if again is not None:
+        await again
+
+
+def _reinvoked(attrs: admitting.Attributes, mutators: list[Admit]) -> Awaitable[None] | None:
+    """Upstream's reinvocation (admission/reinvocation.go): the whole mutating pass once more,
+    when a plugin of the first round asked for it."""
+    again = attrs.reinvocation
+    if again is None or not again.requested or again.round != 0:
+        return None
+    again.round = 1
+    for i, admit in enumerate(mutators):
+        pending = admit(attrs)
+        if pending is not None:
+            return _run_on(attrs, mutators, i, pending)
+    return None
+
+
 class UnknownPlugin(ValueError):
     pass
 
@@ -127,7 +164,6 @@ def build(names: Iterable[str], ctx: plugin.Context) -> admitting.Admission:
     # (``Base.resources``): every write pays for these calls.
     with_mutate = [p for p in plugins if type(p).mutate is not plugin.Base.mutate]
     with_validate = [p for p in plugins if type(p).validate is not plugin.Base.validate]
-    Admit = Callable[[admitting.Attributes], Awaitable[None] | None]
     passes: dict[tuple[str, str], tuple[list[Admit], list[Admit]]] = {}
 
     def for_resource(record: ResourceRecord) -> tuple[list[Admit], list[Admit]]:
@@ -140,26 +176,21 @@ def build(names: Iterable[str], ctx: plugin.Context) -> admitting.Admission:
             )
         return found
 
-    async def mutate(attrs: admitting.Attributes) -> None:
+    def mutate(attrs: admitting.Attributes) -> Awaitable[None] | None:
         mutators = for_resource(attrs.record)[0]
-        for admit in mutators:
+        for i, admit in enumerate(mutators):
             pending = admit(attrs)
             if pending is not None:
-                await pending
-        again = attrs.reinvocation
-        if again is not None and again.requested and again.round == 0:
-            # upstream's reinvocation (admission/reinvocation.go): the whole mutating pass once more
-            again.round = 1
-            for admit in mutators:
-                pending = admit(attrs)
-                if pending is not None:
-                    await pending
+                return _mutate_on(attrs, mutators, i, pending)
+        return _reinvoked(attrs, mutators)
 
-    async def validate(attrs: admitting.Attributes) -> None:
-        for admit in for_resource(attrs.record)[1]:
+    def validate(attrs: admitting.Attributes) -> Awaitable[None] | None:
+        validators = for_resource(attrs.record)[1]
+        for i, admit in enumerate(validators):
             pending = admit(attrs)
             if pending is not None:
-                await pending
+                return _run_on(attrs, validators, i, pending)
+        return None
 
     memo: dict[tuple[str, str], bool] = {}
     # Plugins driven by stored configurations (webhooks) answer afresh each time.

@@ -33,7 +33,7 @@ class Follower(Generic[T]):
         listen = getattr(store, "listen", None)
         self._follows = listen is not None
         if listen is not None:
-            listen(self._on_event)
+            listen(self._on_event, self._prefix)
 
     def _on_event(self, event: storage.Event) -> None:
         if not self._loaded or not event.key.startswith(self._prefix):

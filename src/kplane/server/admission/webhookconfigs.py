@@ -139,7 +139,7 @@ class Source:
         listen = getattr(store, "listen", None)
         self._follows = listen is not None
         if listen is not None:
-            listen(self._on_event)
+            listen(self._on_event, self._prefix)
 
     @property
     def client(self) -> webhookclient.Client:

@@ -154,8 +154,9 @@ class APIMetrics:
         key = (group, version, resource)
         self.watch_events[key] = self.watch_events.get(key, 0) + 1
 
-    def storage_request(self, operation: str, type_: str, seconds: float) -> None:
-        self.storage.observe((operation, type_), seconds)
+    def storage_request(self, operation: str, key: str, seconds: float) -> None:
+        """One backend operation on ``key`` (its resource is the ``type`` label) took ``seconds``."""
+        self.storage.observe((operation, resource_of_key(key)), seconds)
 
     # -- rendering ---------------------------------------------------------------------------------
 

@@ -73,10 +73,12 @@ class Attributes:
         return self.record.group, self.record.kind
 
 
-AdmitFunc = Callable[[Attributes], Awaitable[None]]
+AdmitFunc = Callable[[Attributes], Awaitable[None] | None]
+"""One admission pass: raises an ``APIError`` to refuse; returns None when it decided without
+waiting, else an awaitable the caller awaits (which may raise)."""
 
 
-async def _admit_all(attrs: Attributes) -> None:
+def _admit_all(attrs: Attributes) -> None:
     return None
 
 

@@ -121,10 +121,11 @@ def validate_metadata(meta: dict[str, Any], *, name_rule: str) -> list[errors.Fi
             errs.append(errors.invalid("metadata.labels", labels, "must be a map of strings"))
         else:
             for k, v in labels.items():
-                errs.extend(validate_qualified_name("metadata.labels", k))
+                if not names.valid_qualified_name(k):
+                    errs.extend(validate_qualified_name("metadata.labels", k))
                 if not isinstance(v, str):
                     errs.append(errors.invalid(f"metadata.labels[{k}]", v, "must be a string"))
-                else:
+                elif not names.valid_label_value(v):
                     errs.extend(
                         errors.invalid("metadata.labels", v, why) for why in names.label_value_errors(v)
                     )
@@ -135,7 +136,8 @@ def validate_metadata(meta: dict[str, Any], *, name_rule: str) -> list[errors.Fi
         else:
             total = 0
             for k, v in annotations.items():
-                errs.extend(validate_qualified_name("metadata.annotations", k.lower()))
+                if not names.valid_qualified_name(k.lower()):
+                    errs.extend(validate_qualified_name("metadata.annotations", k.lower()))
                 if not isinstance(v, str):
                     errs.append(errors.invalid(f"metadata.annotations[{k}]", v, "must be a string"))
                 else:

@@ -232,7 +232,9 @@ class Registry:
             warnings=opts.warnings,
             audit_annotations=opts.audit_annotations,
         )
-        await self.admission.mutate(attrs)
+        admitted = self.admission.mutate(attrs)
+        if admitted is not None:
+            await admitted
         if attrs.reinvocation is not None and attrs.reinvocation.requested:
             # A webhook changed the object: pruned, defaulted and checked again, as upstream decodes
             # and validates after admission (its output is not held to fieldValidation).
@@ -265,7 +267,9 @@ class Registry:
         errs += schema_errs or strat.validate_object(record, obj, None)
         if errs:
             raise errors.invalid_object(record.kind, record.group, str(meta.get("name") or ""), errs)
-        await self.admission.validate(attrs)
+        admitted = self.admission.validate(attrs)
+        if admitted is not None:
+            await admitted
         if opts.dry_run:
             return obj
         if rv_set:
@@ -354,7 +358,7 @@ class Registry:
             errs += schema_errs or strat.validate_object(record, new, current, subresource)
             if errs:
                 raise errors.invalid_object(record.kind, record.group, name, errs)
-            await self.admission.validate(
+            admitted = self.admission.validate(
                 admitting.Attributes(
                     "UPDATE",
                     record,
@@ -369,6 +373,8 @@ class Registry:
                     audit_annotations=wopts.audit_annotations,
                 )
             )
+            if admitted is not None:
+                await admitted
             new = self.schema.managed(record, current, new, wopts, rfc3339(self.clock), subresource)
             if new == current and not storage.STALE_READ.get():
                 raise _NoChange(current)
@@ -461,7 +467,9 @@ class Registry:
             new = copy.deepcopy(new)
             meta = new["metadata"]
         attrs.obj = new
-        await self.admission.mutate(attrs)
+        admitted = self.admission.mutate(attrs)
+        if admitted is not None:
+            await admitted
         if subresource in ("status", "approval", "ephemeralcontainers", "binding", "finalize"):
             new = strat.prepare_for_subresource_update(record, subresource, new, current)
             new["metadata"] = dict(old_meta)
@@ -529,8 +537,12 @@ class Registry:
                 warnings=opts.warnings,
                 audit_annotations=opts.audit_annotations,
             )
-            await self.admission.mutate(attrs)
-            await self.admission.validate(attrs)
+            admitted = self.admission.mutate(attrs)
+            if admitted is not None:
+                await admitted
+            admitted = self.admission.validate(attrs)
+            if admitted is not None:
+                await admitted
             _check_delete_preconditions(record, meta, opts)
             finalizers = list(meta.get("finalizers") or [])
             if self.gc_finalizers:

@@ -10,14 +10,14 @@ through unchanged, so the cache keeps its fast path.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from kplane._util.clock import Clock
 from kplane.server.storage import interface
 
 Observe = Callable[[str, str, float], None]
-T = TypeVar("T")
+Keyed = tuple[builtins.list[tuple[str, interface.Object]], int]
 
 
 class InstrumentedStorage:
@@ -31,27 +31,53 @@ class InstrumentedStorage:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._backend, name)
 
-    async def _timed(self, operation: str, key: str, pending: Awaitable[T]) -> T:
-        start = self._now()
-        try:
-            return await pending
-        finally:
-            self._observe(operation, key, self._now() - start)
+    # Each operation awaits the backend itself (no shared timing coroutine): this runs on every
+    # write, and a coroutine more per call costs more than the few repeated lines.
 
     async def get(self, key: str) -> interface.Object:
-        return await self._timed("get", key, self._backend.get(key))
+        start = self._now()
+        try:
+            done: interface.Object = await self._backend.get(key)
+            return done
+        finally:
+            self._observe("get", key, self._now() - start)
 
     async def list(self, prefix: str, *args: Any, **kwargs: Any) -> interface.ListResult:
-        return await self._timed("list", prefix, self._backend.list(prefix, *args, **kwargs))
+        start = self._now()
+        try:
+            done: interface.ListResult = await self._backend.list(prefix, *args, **kwargs)
+            return done
+        finally:
+            self._observe("list", prefix, self._now() - start)
 
-    async def list_keyed(self, prefix: str) -> tuple[builtins.list[tuple[str, interface.Object]], int]:
-        return await self._timed("list", prefix, self._backend.list_keyed(prefix))
+    async def list_keyed(self, prefix: str) -> Keyed:
+        start = self._now()
+        try:
+            done: Keyed = await self._backend.list_keyed(prefix)
+            return done
+        finally:
+            self._observe("list", prefix, self._now() - start)
 
     async def create(self, key: str, obj: interface.Object) -> interface.Object:
-        return await self._timed("create", key, self._backend.create(key, obj))
+        start = self._now()
+        try:
+            done: interface.Object = await self._backend.create(key, obj)
+            return done
+        finally:
+            self._observe("create", key, self._now() - start)
 
     async def guaranteed_update(self, key: str, *args: Any, **kwargs: Any) -> interface.Object:
-        return await self._timed("update", key, self._backend.guaranteed_update(key, *args, **kwargs))
+        start = self._now()
+        try:
+            done: interface.Object = await self._backend.guaranteed_update(key, *args, **kwargs)
+            return done
+        finally:
+            self._observe("update", key, self._now() - start)
 
     async def delete(self, key: str, *args: Any, **kwargs: Any) -> interface.Object:
-        return await self._timed("delete", key, self._backend.delete(key, *args, **kwargs))
+        start = self._now()
+        try:
+            done: interface.Object = await self._backend.delete(key, *args, **kwargs)
+            return done
+        finally:
+            self._observe("delete", key, self._now() - start)

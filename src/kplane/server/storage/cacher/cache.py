@@ -210,11 +210,11 @@ class CachedStorage:
 
     # -- reads ---------------------------------------------------------------------------------
 
-    def listen(self, listener: fanout.Listener) -> Callable[[], None]:
-        """Call ``listener(event)`` for every event this cache applies, synchronously, after the
-        cache holds it and before the write that caused it returns (see ``Broadcaster.listen``).
-        Returns the function that removes the listener."""
-        return self._broadcaster.listen(listener)
+    def listen(self, listener: fanout.Listener, prefix: str = "") -> Callable[[], None]:
+        """Call ``listener(event)`` for every event under ``prefix`` this cache applies,
+        synchronously, after the cache holds it and before the write that caused it returns (see
+        ``Broadcaster.listen``). Returns the function that removes the listener."""
+        return self._broadcaster.listen(listener, prefix)
 
     def object_counts(self) -> dict[str, int]:
         """How many live objects each resource prefix (``/registry/<group>/<plural>/``) holds."""

@@ -181,17 +181,18 @@ class Broadcaster:
 
     def __init__(self) -> None:
         self._by_prefix: dict[str, set[QueueWatch]] = {}
-        self._listeners: list[Listener] = []
+        self._listeners: list[tuple[str, Listener]] = []
 
-    def listen(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener(event)`` for every event, in order, inside ``publish`` (so before the
-        write that caused it returns to its caller). Listeners must be quick and must not raise.
-        Returns the function that removes the listener."""
-        self._listeners.append(listener)
+    def listen(self, listener: Listener, prefix: str = "") -> Callable[[], None]:
+        """Call ``listener(event)`` for every event whose key starts with ``prefix``, in order,
+        inside ``publish`` (so before the write that caused it returns to its caller). Listeners
+        must be quick and must not raise. Returns the function that removes the listener."""
+        entry = (prefix, listener)
+        self._listeners.append(entry)
 
         def remove() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            if entry in self._listeners:
+                self._listeners.remove(entry)
 
         return remove
 
@@ -213,9 +214,10 @@ class Broadcaster:
     def publish(self, event: interface.Event) -> None:
         """Hand ``event`` to every listener, then push it to every matching watcher. Never blocks,
         never raises."""
-        for listener in self._listeners:
-            listener(event)
         key = event.key
+        for prefix, listener in self._listeners:
+            if key.startswith(prefix):
+                listener(event)
         for prefix, group in list(self._by_prefix.items()):
             if key.startswith(prefix):
                 for watch in list(group):

@@ -183,13 +183,13 @@ class EncryptedStorage:
         return self._open(key, await interface.history_of(self._backend).get_at(key, revision))
 
     @property
-    def listen(self) -> Callable[[Callable[[interface.Event], None]], Callable[[], None]]:
+    def listen(self) -> Callable[..., Callable[[], None]]:
         """The backend's ``listen`` with decrypted events; absent (``AttributeError``) when the
         backend has none (etcd), so the cache follows the watch instead."""
         backend_listen = self._backend.listen
 
-        def listen(listener: Callable[[interface.Event], None]) -> Callable[[], None]:
-            unlisten: Callable[[], None] = backend_listen(lambda event: listener(self._event(event)))
+        def listen(listener: Callable[[interface.Event], None], prefix: str = "") -> Callable[[], None]:
+            unlisten: Callable[[], None] = backend_listen(lambda event: listener(self._event(event)), prefix)
             return unlisten
 
         return listen

@@ -295,10 +295,11 @@ class SQLiteStorage:
 
     # -- watch ---------------------------------------------------------------------------------
 
-    def listen(self, listener: fanout.Listener) -> Callable[[], None]:
-        """Call ``listener`` synchronously with every event, in revision order, before the write
-        that produced it returns (the cache's fast path). Returns the function that stops it."""
-        return self._broadcaster.listen(listener)
+    def listen(self, listener: fanout.Listener, prefix: str = "") -> Callable[[], None]:
+        """Call ``listener`` synchronously with every event under ``prefix``, in revision order,
+        before the write that produced it returns (the cache's fast path). Returns the function
+        that stops it."""
+        return self._broadcaster.listen(listener, prefix)
 
     def watch(self, prefix: str, from_revision: int) -> interface.Watch:
         self._check_open()
