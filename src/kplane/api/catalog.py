@@ -77,10 +77,17 @@ class ResourceRecord:
     tracks_generation: bool = False
     storage_group: str | None = None
     conversion_webhook: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    # Derived once (every request reads them): whether namespaced, the storage prefix, apiVersion.
+    namespaced: bool = field(init=False, compare=False, repr=False)
+    key_prefix: str = field(init=False, compare=False, repr=False)
+    """Storage prefix of every object of this resource (all versions share it)."""
+    api_version: str = field(init=False, compare=False, repr=False)
 
-    @property
-    def namespaced(self) -> bool:
-        return self.scope == "Namespaced"
+    def __post_init__(self) -> None:
+        group = self.group if self.storage_group is None else self.storage_group
+        object.__setattr__(self, "namespaced", self.scope == "Namespaced")
+        object.__setattr__(self, "key_prefix", f"/registry/{group or 'core'}/{self.plural}/")
+        object.__setattr__(self, "api_version", GroupVersion(self.group, self.version).api_version)
 
     @property
     def gvk(self) -> GroupVersionKind:
@@ -97,16 +104,6 @@ class ResourceRecord:
     @property
     def group_version(self) -> GroupVersion:
         return GroupVersion(self.group, self.version)
-
-    @property
-    def api_version(self) -> str:
-        return self.group_version.api_version
-
-    @property
-    def key_prefix(self) -> str:
-        """Storage prefix of every object of this resource (all versions share it)."""
-        group = self.group if self.storage_group is None else self.storage_group
-        return f"/registry/{group or 'core'}/{self.plural}/"
 
     def key(self, namespace: str, name: str) -> str:
         """Storage key of one object."""

@@ -62,13 +62,14 @@ def _gc_only(new: Object, old: Object) -> bool:
 
 
 class EscalationCheck:
-    """Callable registry write guard: ``await check(kind, obj, old, requester)``."""
+    """Callable registry write guard: ``check(record, obj, old, requester)`` raises 403 or
+    returns None (it decides at once, from the RBAC index)."""
 
     def __init__(self, index: RBACIndex, authorizer: Authorizer) -> None:
         self._index = index
         self._authorizer = authorizer
 
-    async def __call__(
+    def __call__(
         self, record: ResourceRecord, obj: Object, old: Object | None, requester: RequesterLike | None
     ) -> None:
         kind = record.kind

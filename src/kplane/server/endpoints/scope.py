@@ -79,21 +79,26 @@ class Scope:
         Create/Update/PatchOptions (one 422 listing every problem). ``patch_type``: the media type
         of a PATCH (apply patches require a fieldManager, others may not send ``force``)."""
         q = self.request.query
-        manager = q.get("fieldManager", "")
-        validation = q.get("fieldValidation", "")
-        errs: list[errors.FieldError] = []
-        if patch_type == negotiation.APPLY_PATCH and not manager:
-            errs.append(errors.required("fieldManager", "is required for apply patch"))
-        elif patch_type is not None and patch_type != negotiation.APPLY_PATCH and "force" in q:
-            errs.append(errors.forbidden("force", "may not be specified for non-apply patch"))
-        errs += options.field_manager_errors(manager)
-        errs += options.dry_run_errors(q.getall("dryRun", []))
-        errs += options.field_validation_errors(validation)
-        options.check(options.kind_for(self.request.method), errs)
+        manager = validation = ""
+        dry_run = False
+        if q or patch_type == negotiation.APPLY_PATCH:  # else there is nothing to check
+            manager = q.get("fieldManager", "")
+            validation = q.get("fieldValidation", "")
+            errs: list[errors.FieldError] = []
+            if patch_type == negotiation.APPLY_PATCH and not manager:
+                errs.append(errors.required("fieldManager", "is required for apply patch"))
+            elif patch_type is not None and patch_type != negotiation.APPLY_PATCH and "force" in q:
+                errs.append(errors.forbidden("force", "may not be specified for non-apply patch"))
+            errs += options.field_manager_errors(manager)
+            dry_run_values = q.getall("dryRun", [])
+            errs += options.dry_run_errors(dry_run_values)
+            errs += options.field_validation_errors(validation)
+            options.check(options.kind_for(self.request.method), errs)
+            dry_run = bool(dry_run_values)
         if not manager and default_manager:
             manager = ssa.default_manager(self.request.headers.get("User-Agent", ""))
         return WriteOptions(
-            dry_run=bool(q.getall("dryRun", [])),
+            dry_run=dry_run,
             field_manager=manager,
             field_validation=validation or "Warn",  # type: ignore[arg-type]
             warnings=self.warnings,

@@ -19,6 +19,7 @@ _STRING = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVers
 _TIME = ("creationTimestamp", "deletionTimestamp")
 _INT = ("generation", "deletionGracePeriodSeconds")
 _STRING_MAPS = ("labels", "annotations")
+_STRINGS = frozenset(_STRING + _TIME)
 _OBJECT_LISTS = {"ownerReferences": "v1.OwnerReference", "managedFields": "v1.ManagedFieldsEntry"}
 INT64 = (-(2**63), 2**63 - 1)
 
@@ -107,7 +108,7 @@ def _problem(meta: Any, kind: str) -> str:
         return f"{json_kind(meta)} into Go struct field {kind}.metadata of type v1.ObjectMeta"
     checks = _CHECKS
     for name, value in meta.items():
-        if value is None:
+        if value is None or (type(value) is str and name in _STRINGS):
             continue
         check = checks.get(name)
         if check is not None:

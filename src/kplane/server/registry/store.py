@@ -69,7 +69,9 @@ class _DryRun(Exception):
         self.obj = obj
 
 
-WriteGuard = Callable[[ResourceRecord, Object, Object | None, Requester | None], Awaitable[None]]
+WriteGuard = Callable[[ResourceRecord, Object, Object | None, Requester | None], Awaitable[None] | None]
+"""Refuses a write (raises an ``APIError``); returns None when it decided at once, else an
+awaitable that decides."""
 """Refuses a write by raising an APIError (RBAC escalation checks): record, new object, old object
 (None on create), requester (None for the server's own writes). Runs before validation."""
 
@@ -262,7 +264,9 @@ class Registry:
         await strat.prepare_for_create(record, obj, self.list_current)
         strat.record_requester(obj, opts.requester)
         for guard in self.write_guards:
-            await guard(record, obj, None, opts.requester)
+            guarded = guard(record, obj, None, opts.requester)
+            if guarded is not None:
+                await guarded
         errs = objectmeta.validate_metadata(meta, name_rule=strat.name_rule)
         errs += schema_errs or strat.validate_object(record, obj, None)
         if errs:
@@ -353,7 +357,9 @@ class Registry:
             objectmeta.drop_empty(new["metadata"])
             new, schema_errs = self.schema.process(record, new, current, wopts)
             for guard in self.write_guards:
-                await guard(record, new, current, wopts.requester)
+                guarded = guard(record, new, current, wopts.requester)
+                if guarded is not None:
+                    await guarded
             errs = objectmeta.validate_metadata(new["metadata"], name_rule=strat.name_rule)
             errs += schema_errs or strat.validate_object(record, new, current, subresource)
             if errs:

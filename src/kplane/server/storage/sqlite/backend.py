@@ -343,6 +343,8 @@ class SQLiteStorage:
 
     def _check_space(self) -> None:
         """Refuse a create or update at once while the disk is full, unless space came back."""
+        if self._space.full is None:  # every write asks: answer without a call when not full
+            return
         try:
             self._space.check()
         except interface.NoSpace:
