@@ -25,8 +25,6 @@ from kplane.server.flowcontrol.config import FlowControl
 
 LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "log", "portforward", "proxy"})
 TOO_MANY = "Too many requests, please try again later.\n"
-FLOW_SCHEMA_UID = "X-Kubernetes-PF-FlowSchema-UID"
-PRIORITY_LEVEL_UID = "X-Kubernetes-PF-PriorityLevel-UID"
 
 
 def long_running(info: requestinfo.RequestInfo) -> bool:
@@ -49,7 +47,7 @@ def priority_and_fairness(control: FlowControl, sink: metrics_mod.APIMetrics) ->
             req = (request.method.lower(), False, "", "", "", info.path)
         found = control.classify(user, req)
         schema, level = found.schema, found.level
-        request[RESPONSE_HEADERS] = {FLOW_SCHEMA_UID: schema.uid, PRIORITY_LEVEL_UID: level.uid}
+        request[RESPONSE_HEADERS] = found.headers
         queue_set = level.queue_set
         if queue_set is None:  # Exempt
             sink.dispatched(schema.name, level.name)

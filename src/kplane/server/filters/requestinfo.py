@@ -1,4 +1,9 @@
-"""Parse what the request addresses once; later filters and handlers read ``request[INFO_KEY]``."""
+"""Parse what the request addresses once; later filters and handlers read ``request[INFO_KEY]``.
+
+``RequestInfo`` is immutable, so requests to the same path share one (a bounded memo: creates and
+lists address the same collection again and again; paths are client-chosen, so it is cleared when
+full).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,19 @@ from aiohttp import web
 from kplane.server.endpoints import requestinfo as parsing
 from kplane.server.filters.types import Gate
 
+_MEMO: dict[tuple[str, str, str | None], parsing.RequestInfo] = {}
+_MEMO_BOUND = 4096
+
 
 def _parse(request: web.BaseRequest) -> None:
-    request[parsing.INFO_KEY] = parsing.parse(
-        request.method, request.path, watch_param=request.query.get("watch")
-    )
+    key = (request.method, request.path, request.query.get("watch"))
+    info = _MEMO.get(key)
+    if info is None:
+        info = parsing.parse(key[0], key[1], watch_param=key[2])
+        if len(_MEMO) >= _MEMO_BOUND:
+            _MEMO.clear()
+        _MEMO[key] = info
+    request[parsing.INFO_KEY] = info
 
 
 request_info = Gate(_parse)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kplane._util.clock import Clock
@@ -28,6 +28,8 @@ PREFIX = "/registry/flowcontrol.apiserver.k8s.io/"
 _SCHEMAS = PREFIX + "flowschemas/"
 _LEVELS = PREFIX + "prioritylevelconfigurations/"
 _CACHE_BOUND = 8192
+FLOW_SCHEMA_UID = "X-Kubernetes-PF-FlowSchema-UID"
+PRIORITY_LEVEL_UID = "X-Kubernetes-PF-PriorityLevel-UID"
 _MAX_QUEUES = 10_000_000
 _MAX_HAND = 64
 
@@ -48,6 +50,8 @@ class Classification:
     schema: matching.Schema
     level: Level
     flow: int  # the flow's hash
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
+    """The reply's ``X-Kubernetes-PF-FlowSchema-UID`` and ``X-Kubernetes-PF-PriorityLevel-UID``."""
 
 
 def _dict(value: Any) -> Object:
@@ -168,7 +172,12 @@ class FlowControl:
             return found
         schema = matching.first_match(self.schemas, user, request) or _FALLBACK_SCHEMA
         level = self.levels.get(schema.level) or self.levels["catch-all"]
-        found = Classification(schema, level, flow_hash(schema.name, schema.flow(user, request)))
+        found = Classification(
+            schema,
+            level,
+            flow_hash(schema.name, schema.flow(user, request)),
+            {FLOW_SCHEMA_UID: schema.uid, PRIORITY_LEVEL_UID: level.uid},
+        )
         if len(self._cache) >= _CACHE_BOUND:
             self._cache.clear()
         self._cache[key] = found
