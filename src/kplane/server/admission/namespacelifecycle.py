@@ -64,8 +64,9 @@ def _check(attrs: admitting.Attributes, ns: plugin.Object | None) -> None:
         raise errors.not_found(_NAMESPACES, attrs.namespace)
     if attrs.operation != "CREATE":
         return
-    terminating = plugin.as_dict(ns.get("metadata")).get("deletionTimestamp") or (
-        plugin.as_dict(ns.get("status")).get("phase") == "Terminating"
+    meta, status = ns.get("metadata"), ns.get("status")
+    terminating = (type(meta) is dict and meta.get("deletionTimestamp")) or (
+        type(status) is dict and status.get("phase") == "Terminating"
     )
     if terminating:
         namespace = attrs.namespace

@@ -227,12 +227,19 @@ class _HasList(Exception):
     pass
 
 
-def _shape(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple((k, _shape(v)) for k, v in value.items())
-    if isinstance(value, list):
-        raise _HasList
-    return value is None
+def _shape(value: dict[str, Any]) -> tuple[Any, ...]:
+    """``value``'s keys, each with its value's shape (a nested object's, else whether it is null);
+    one call per object, none per scalar. Raises ``_HasList`` at the first list."""
+    out: list[tuple[str, Any]] = []
+    for k, v in value.items():
+        t = type(v)
+        if t is dict:
+            out.append((k, _shape(v)))
+        elif t is list:
+            raise _HasList
+        else:
+            out.append((k, v is None))
+    return tuple(out)
 
 
 def _create_memo_key(
