@@ -154,7 +154,7 @@ class FaultPlan:
         """How many faults of this rule type were injected so far."""
         return sum(1 for i in self.log if i.rule == rule.__name__)
 
-    async def filter(self, request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+    async def filter(self, handler: Handler, request: web.BaseRequest) -> web.StreamResponse:
         """The server filter: decide, record and apply this request's fault, if any."""
         info = request[requestinfo.INFO_KEY]
         if self._paused or not info.is_resource:

@@ -39,7 +39,7 @@ def audit(policy: policy_mod.Policy, log: AuditLog, clock: Clock) -> Filter:
     def now() -> str:
         return clock.now().astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
-    async def record(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+    async def record(handler: Handler, request: web.BaseRequest) -> web.StreamResponse:
         info = request[requestinfo.INFO_KEY]
         user = request[authn.USER_KEY]
         verb = info.verb if info.is_resource else request.method.lower()

@@ -104,7 +104,7 @@ def compose(steps: Sequence[Filter | Gate], handler: Handler) -> Handler:
         if gates:
             handler = _gated(gates, handler)
             gates = []
-        handler = functools.partial(step, handler=handler)
+        handler = functools.partial(step, handler)
     return _gated(gates, handler) if gates else handler
 
 

@@ -34,7 +34,7 @@ def long_running(info: requestinfo.RequestInfo) -> bool:
 def priority_and_fairness(control: FlowControl, sink: metrics_mod.APIMetrics) -> Filter:
     """The filter; it needs ``requestinfo`` and an authenticated user on the request."""
 
-    async def limit(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+    async def limit(handler: Handler, request: web.BaseRequest) -> web.StreamResponse:
         info = request[requestinfo.INFO_KEY]
         user = request.get(authn.USER_KEY)
         if user is None or long_running(info):

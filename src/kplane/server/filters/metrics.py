@@ -86,7 +86,7 @@ def metrics(sink: metrics_mod.APIMetrics, clock: Clock) -> Filter:
     """The filter, recording into ``sink`` with latencies measured on ``clock``."""
     now = clock.monotonic
 
-    async def record(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+    async def record(handler: Handler, request: web.BaseRequest) -> web.StreamResponse:
         info = request[requestinfo.INFO_KEY]
         long_running = info.verb == "watch" or info.subresource in _CONNECT
         kind = "readOnly" if (info.verb in _READ_ONLY or not info.is_resource) else "mutating"

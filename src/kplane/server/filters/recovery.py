@@ -35,7 +35,7 @@ _HTTP_TO_ERROR: dict[int, type[errors.APIError]] = {
 _UNSAFE_HEADER = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 
 
-async def recovery(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+async def recovery(handler: Handler, request: web.BaseRequest) -> web.StreamResponse:
     try:
         resp = await handler(request)
     except errors.APIError as err:

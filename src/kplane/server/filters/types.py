@@ -7,7 +7,9 @@ from aiohttp import web
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 Filter = Callable[..., Awaitable[web.StreamResponse]]
-"""``async def f(request, handler) -> response``: a filter calls ``handler`` to go on."""
+"""``async def f(handler, request) -> response``: a filter calls ``handler(request)`` to go on.
+The rest of the chain comes first, so the chain binds it with ``functools.partial`` positionally
+(a keyword binding costs a dict per call, on every request)."""
 
 
 @dataclass(frozen=True, slots=True)
