@@ -94,7 +94,7 @@ def _deep_opener(body: bytes) -> str:
 def duplicate_fields(body: bytes, value: Any) -> list[str]:
     """``duplicate field "k"`` for every key repeated within one object of ``body`` (already parsed
     into ``value``, at most ``MAX_DEPTH`` deep), in text order."""
-    if b"\\u" not in body:
+    if body.find(b"\\u") < 0:  # find, not in: bytes.__contains__ raises and drops a TypeError
         # Without \u escapes every string (keys too) is written back with the same colons, so the
         # re-encoded value has exactly as many colons as the body unless a repeated key (at least
         # its separator) was dropped. One C encode instead of a walk in Python.

@@ -182,7 +182,7 @@ class RESTClient:
             buffer = b""
             async for chunk in resp.content.iter_any():
                 buffer += chunk
-                if b"\n" not in chunk:
+                if chunk.find(b"\n") < 0:  # not ``in``: it raises and drops a TypeError first
                     continue
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:

@@ -84,7 +84,7 @@ def duplicate_fields(body: bytes, content_type: str | None, value: Any) -> list[
     ``fieldValidation`` Strict/Warn. ``value`` is the body as decoded, before anything changed it."""
     if media_type(content_type) not in ("", JSON, MERGE_PATCH, STRATEGIC_PATCH):
         return []
-    if b'"' not in body:
+    if body.find(b'"') < 0:  # find, not in: see go_escape
         return []
     return jsonbody.duplicate_fields(body, value)
 
@@ -364,6 +364,7 @@ def encode_json(obj: Any, *, pretty: bool = False) -> bytes:
     return go_escape(orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE))
 
 
+_ESCAPED_BYTES = b"<>&\xe2"  # \xe2: the first byte of U+2028 and U+2029
 _GO_ESCAPES = (
     (b"<", b"\\u003c"),
     (b">", b"\\u003e"),
@@ -377,8 +378,10 @@ def go_escape(body: bytes) -> bytes:
     """JSON bytes with what Go's encoding/json escapes inside strings and orjson does not: ``<``,
     ``>``, ``&`` (HTML-safe by default) and the JavaScript line separators U+2028/U+2029. They can
     only occur inside strings, so the document means the same."""
-    # single-byte scans (memchr) first: the common case has nothing to escape
-    if not (b"<" in body or b">" in body or b"&" in body or b"\xe2" in body):
+    # One C pass first: the common case has nothing to escape. (Not ``b"<" in body``:
+    # ``bytes.__contains__`` first tries its argument as an integer and builds and drops a
+    # TypeError when it is not, ~2,000 instructions a test.)
+    if len(body.translate(None, _ESCAPED_BYTES)) == len(body):
         return body
     for raw, escaped in _GO_ESCAPES:
         body = body.replace(raw, escaped)

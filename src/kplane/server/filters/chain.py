@@ -109,13 +109,17 @@ def compose(steps: Sequence[Filter | Gate], handler: Handler) -> Handler:
 
 
 def _gated(gates: Sequence[Gate], handler: Handler) -> Handler:
-    checks = tuple(g.check for g in gates)
+    # each gate paired with what follows it, for a gate that hands the request to a filter
+    rests = [_gated(gates[i + 1 :], handler) if i + 1 < len(gates) else handler for i in range(len(gates))]
+    steps = tuple(zip((g.check for g in gates), rests, strict=True))
 
     async def gated(request: web.BaseRequest) -> web.StreamResponse:
-        for check in checks:
+        for check, rest in steps:
             answer = check(request)
             if answer is not None:
-                return answer
+                if isinstance(answer, web.StreamResponse):
+                    return answer
+                return await answer(rest, request)
         return await handler(request)
 
     return gated

@@ -14,11 +14,12 @@ The rest of the chain comes first, so the chain binds it with ``functools.partia
 
 @dataclass(frozen=True, slots=True)
 class Gate:
-    """A filter with nothing to do after the request: ``check(request)`` answers it (returns a
-    response, or raises an ``APIError``) or returns None to let it go on. The chain runs
-    consecutive gates in one step, so they cost no coroutine of their own."""
+    """A filter that decides before the request goes on: ``check(request)`` answers it (returns
+    a response, or raises an ``APIError``), returns None to let it go on, or returns a ``Filter``
+    for the rest of the chain to run under (when, for this request, it has something to do after).
+    The chain runs consecutive gates in one step, so they cost no coroutine of their own."""
 
-    check: Callable[[web.BaseRequest], web.StreamResponse | None]
+    check: Callable[[web.BaseRequest], web.StreamResponse | Filter | None]
 
 
 RESPONSE_HEADERS: web.RequestKey[Mapping[str, str]] = web.RequestKey("response_headers", Mapping)

@@ -35,10 +35,18 @@ class Conversion:
     def _webhook(self, record: ResourceRecord) -> Converter | None:
         return self._converter if record.conversion_webhook is not None else None
 
-    async def served(self, record: ResourceRecord, obj: Object) -> Object:
-        converter = self._webhook(record)
-        if converter is None or obj.get("apiVersion") == record.api_version:
+    def served_now(self, record: ResourceRecord, obj: Object) -> Object | None:
+        """``served`` without waiting, or None when it needs the conversion webhook."""
+        if self._webhook(record) is None or obj.get("apiVersion") == record.api_version:
             return to_version(record, obj)
+        return None
+
+    async def served(self, record: ResourceRecord, obj: Object) -> Object:
+        now = self.served_now(record, obj)
+        if now is not None:
+            return now
+        converter = self._webhook(record)
+        assert converter is not None
         return (await converter.convert(record, [obj], record.api_version))[0]
 
     async def served_list(self, record: ResourceRecord, objs: list[Object]) -> list[Object]:
@@ -47,10 +55,21 @@ class Conversion:
             return [to_version(record, o) for o in objs]
         return await converter.convert(record, objs, record.api_version, as_list=True)
 
+    def stored_now(self, record: ResourceRecord, obj: Object) -> Object | None:
+        """``stored`` without waiting, or None when it needs the conversion webhook."""
+        if (
+            self._webhook(record) is None
+            or not record.storage_version
+            or obj.get("apiVersion") == f"{record.group}/{record.storage_version}"
+        ):
+            return to_storage(record, obj)
+        return None
+
     async def stored(self, record: ResourceRecord, obj: Object) -> Object:
         """``obj`` as persisted (a pure conversion may change ``obj`` in place)."""
+        now = self.stored_now(record, obj)
+        if now is not None:
+            return now
         converter = self._webhook(record)
-        target = f"{record.group}/{record.storage_version}"
-        if converter is None or not record.storage_version or obj.get("apiVersion") == target:
-            return to_storage(record, obj)
-        return (await converter.convert(record, [obj], target))[0]
+        assert converter is not None
+        return (await converter.convert(record, [obj], f"{record.group}/{record.storage_version}"))[0]

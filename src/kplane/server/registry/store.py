@@ -261,7 +261,9 @@ class Registry:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
-        await strat.prepare_for_create(record, obj, self.list_current)
+        prepared = strat.prepare_for_create(record, obj, self.list_current)
+        if prepared is not None:
+            await prepared
         strat.record_requester(obj, opts.requester)
         for guard in self.write_guards:
             guarded = guard(record, obj, None, opts.requester)
@@ -286,11 +288,13 @@ class Registry:
             if attempt:
                 meta["name"] = objectmeta.generate_name(str(meta["generateName"]))
             try:
-                stored = await self.storage.create(
-                    record.key(namespace, meta["name"]), await self.conversion.stored(record, obj)
-                )
+                data = self.conversion.stored_now(record, obj)  # no coroutine unless a webhook converts
+                if data is None:
+                    data = await self.conversion.stored(record, obj)
+                stored = await self.storage.create(record.key(namespace, meta["name"]), data)
                 self._written(record, stored, False)
-                return await self.conversion.served(record, stored)
+                served = self.conversion.served_now(record, stored)
+                return served if served is not None else await self.conversion.served(record, stored)
             except storage.KeyExists as err:
                 if not generate or attempt == MAX_GENERATE_ATTEMPTS - 1:
                     exc = storage_error(record, meta["name"], err)

@@ -29,9 +29,15 @@ class Strategy:
     name_rule = "subdomain"
     keep_status_on_create = False
 
-    async def prepare_for_create(
+    def prepare_for_create(
         self, record: ResourceRecord, obj: Object, list_current: ListCurrent
-    ) -> None:
+    ) -> Awaitable[None] | None:
+        """Set what the server owns on create; None when done at once, else an awaitable that
+        finishes it (strategies that read the store are coroutines). Here: ``reset_on_create``."""
+        self.reset_on_create(record, obj)
+        return None
+
+    def reset_on_create(self, record: ResourceRecord, obj: Object) -> None:
         """Reset what a client may not set on create: status, for kinds with a status subresource."""
         if record.has_status and not self.keep_status_on_create:
             obj.pop("status", None)
@@ -371,7 +377,7 @@ class JobStrategy(Strategy):
     async def prepare_for_create(
         self, record: ResourceRecord, obj: Object, list_current: ListCurrent
     ) -> None:
-        await super().prepare_for_create(record, obj, list_current)
+        self.reset_on_create(record, obj)
         spec = obj.get("spec")
         if not isinstance(spec, dict) or spec.get("manualSelector") is True:
             return

@@ -61,6 +61,12 @@ _FRESH_STEPS = round(_FRESH_TIMEOUT / _PROGRESS_STEP)
 
 def resource_prefix(key: str) -> str:
     """The index bucket of ``key``: its first four ``/``-separated segments (``/registry/g/r/``)."""
+    if key.startswith("/registry/"):  # every key of the server: two searches, not four
+        group_end = key.find("/", 10)
+        if group_end > 0:
+            end = key.find("/", group_end + 1)
+            if end > 0:
+                return key[: end + 1]
     end = -1
     for _ in range(4):
         nxt = key.find("/", end + 1)

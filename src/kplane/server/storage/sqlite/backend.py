@@ -400,8 +400,9 @@ class SQLiteStorage:
     def _future(self) -> asyncio.Future[int]:
         return asyncio.get_running_loop().create_future()
 
-    async def _write(self, op: writer.WriteOp) -> int:
-        """Queue ``op`` and wait for its outcome. A cancelled caller does not undo the write: it
+    def _write(self, op: writer.WriteOp) -> asyncio.Future[int]:
+        """Queue ``op``; await the returned future for its outcome (a plain function, not a
+        coroutine: every write passes here). A cancelled caller does not undo the write: it
         still commits and its event is still published.
 
         Writes made during one pass of the event loop go to the writer thread together (one queue
@@ -410,7 +411,7 @@ class SQLiteStorage:
         self._outbox.append(op)
         if len(self._outbox) == 1:
             asyncio.get_running_loop().call_soon(self._flush)
-        return await op.future
+        return op.future
 
     def _flush(self) -> None:
         ops, self._outbox = self._outbox, []
