@@ -70,9 +70,12 @@ def default_manager(user_agent: str) -> str:
     """The field manager of a request that names none: the User-Agent up to its first ``/``,
     unprintable characters dropped, cut at 128 bytes (``kubectl/v1.32.0 (linux/amd64) …`` →
     ``kubectl``)."""
+    head = user_agent.split("/", 1)[0]
+    if len(head) <= FIELD_MANAGER_MAX_LENGTH and head.isprintable() and head.isascii():
+        return head  # the common case, in C: nothing to drop, one byte a character
     out: list[str] = []
     size = 0
-    for ch in user_agent.split("/", 1)[0]:
+    for ch in head:
         if not ch.isprintable():  # as Go's unicode.IsPrint: no controls, no spaces but " "
             continue
         n = len(ch.encode())
