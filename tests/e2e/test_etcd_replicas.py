@@ -118,20 +118,23 @@ def test_a_watch_resumes_on_another_replica_after_a_kill(
     (made through the killed replica while it lived) is present."""
     servers = start_replicas(tmp_path, f"etcd://{etcd.endpoints[0]}", 2)
     victim, survivor = servers
+    # One client per replica, made before the writer thread starts: making one rewrites its PEM
+    # files, which another thread's TLS handshake may be reading (an empty ca.pem fails it).
+    victim_api, survivor_api = kube(victim), kube(survivor)
     try:
         ns = helpers.unique("ns")
-        kube(survivor).ok("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        survivor_api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
         path = f"/api/v1/namespaces/{ns}/configmaps"
-        rv = kube(victim).ok("GET", path)["metadata"]["resourceVersion"]
+        rv = victim_api.ok("GET", path)["metadata"]["resourceVersion"]
         acked: list[str] = []
         stop = threading.Event()
 
         def write() -> None:
             i = 0
             while not stop.is_set():
-                target = victim if i % 2 else survivor
+                target = victim_api if i % 2 else survivor_api
                 try:
-                    resp = kube(target).post(path, helpers.configmap(f"cm{i:04}", ns), timeout=10)
+                    resp = target.post(path, helpers.configmap(f"cm{i:04}", ns), timeout=10)
                 except OSError:
                     resp = None
                 if resp is not None and resp.status == 201:
@@ -143,7 +146,7 @@ def test_a_watch_resumes_on_another_replica_after_a_kill(
         seen: list[str] = []
         last_rv = rv
         stack = contextlib.ExitStack()
-        watch: Any = stack.enter_context(kube(victim).watch(path, query={"resourceVersion": rv}))
+        watch: Any = stack.enter_context(victim_api.watch(path, query={"resourceVersion": rv}))
         killed, moved = False, 0
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -160,7 +163,7 @@ def test_a_watch_resumes_on_another_replica_after_a_kill(
                 assert killed, "the watch ended while its server lived"
                 stack.close()
                 moved += 1
-                watch = stack.enter_context(kube(survivor).watch(path, query={"resourceVersion": last_rv}))
+                watch = stack.enter_context(survivor_api.watch(path, query={"resourceVersion": last_rv}))
                 continue
             if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
                 seen.append(event["object"]["metadata"]["name"])
@@ -170,7 +173,7 @@ def test_a_watch_resumes_on_another_replica_after_a_kill(
         stack.close()
         stop.set()
         writer.join(30)
-        final = {o["metadata"]["name"] for o in kube(survivor).ok("GET", path)["items"]}
+        final = {o["metadata"]["name"] for o in survivor_api.ok("GET", path)["items"]}
         assert killed and moved >= 1, "the client never had to move"
         assert set(acked) <= final, f"acknowledged writes lost: {sorted(set(acked) - final)}"
         assert len(seen) == len(set(seen)), "an event was repeated"
