@@ -127,12 +127,14 @@ class APIMetrics:
         if now > self.inflight_peak[kind]:
             self.inflight_peak[kind] = now
 
-    def finished(self, kind: str) -> None:
-        self.inflight[kind] -= 1
-
-    def request(self, labels: tuple[str, ...], code: int, seconds: float | None) -> None:
+    def request(
+        self, labels: tuple[str, ...], code: int, seconds: float | None, *, leaving: str | None = None
+    ) -> None:
         """One answered request: ``labels`` in ``REQUEST_LABELS`` order; ``seconds`` None for
-        requests whose latency upstream does not observe (WATCH, CONNECT)."""
+        requests whose latency upstream does not observe (WATCH, CONNECT); ``leaving``: the
+        in-flight kind the request counted in since ``started`` (one call for both, per request)."""
+        if leaving is not None:
+            self.inflight[leaving] -= 1
         codes = self.requests.get(labels)
         if codes is None:
             codes = self.requests[labels] = {}

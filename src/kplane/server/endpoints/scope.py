@@ -108,8 +108,9 @@ class Scope:
 
     def requester(self) -> Requester | None:
         """The authenticated user of this request, as the registry records it."""
-        user = self.request.get(authn.USER_KEY)
-        if user is None:
+        try:
+            user = self.request[authn.USER_KEY]  # the authentication filter set it
+        except KeyError:
             return None
         extra = {k: list(v) for k, v in user.extra.items()}
         return Requester(user.name, user.uid, tuple(user.groups), extra)

@@ -105,9 +105,9 @@ def metrics(sink: metrics_mod.APIMetrics, clock: Clock) -> Filter:
             code = exc.status
             raise
         finally:
-            if not long_running:
-                sink.finished(kind)
-            labels = _labels(request, info)
-            sink.request(labels, code, None if long_running else now() - start)
+            if long_running:
+                sink.request(_labels(request, info), code, None)
+            else:
+                sink.request(_labels(request, info), code, now() - start, leaving=kind)
 
     return record

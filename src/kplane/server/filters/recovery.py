@@ -64,7 +64,10 @@ async def recovery(handler: Handler, request: web.BaseRequest) -> web.StreamResp
     else:
         if not resp.prepared:
             _sanitize_headers(resp)
-    extra = request.get(RESPONSE_HEADERS)
+    try:
+        extra = request[RESPONSE_HEADERS]  # set by priority and fairness (on by default)
+    except KeyError:
+        return resp
     if extra and not resp.prepared:
         resp.headers.update(extra)
     return resp
