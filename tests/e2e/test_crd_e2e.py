@@ -324,6 +324,59 @@ def test_status_subresource_and_generation(api: Kube, widgets: str, ns: str) -> 
     assert only_status.json()["metadata"]["generation"] == 2
 
 
+def test_status_merge_patches_own_status_fields_only(api: Kube, widgets: str, ns: str) -> None:
+    """An operator's status merge PATCHes (fieldManager set) change status alone: the creator's
+    managedFields entry is kept as it was, the operator gets an Update entry for ``status`` with
+    ``subresource: status`` that grows with each patch (structured-merge-diff's rules, as
+    kube-apiserver records them), and status fields a patch leaves alone are kept."""
+    path = _wpath(widgets, ns, "ops")
+    created = api.ok(
+        "POST", _wpath(widgets, ns), _widget("ops", color="red"), query={"fieldManager": "creator"}
+    )
+    (creator,) = created["metadata"]["managedFields"]
+    first = api.ok(
+        "PATCH",
+        f"{path}/status",
+        {"status": {"phase": "Ready"}},
+        content_type="application/merge-patch+json",
+        query={"fieldManager": "operator"},
+    )
+    second = api.ok(
+        "PATCH",
+        f"{path}/status",
+        {"status": {"replicas": 2}, "spec": {"color": "ignored"}, "metadata": {"labels": {"x": "y"}}},
+        content_type="application/merge-patch+json",
+        query={"fieldManager": "operator"},
+    )
+    assert second["spec"] == created["spec"] and "labels" not in second["metadata"]
+    assert second["status"] == {"phase": "Ready", "replicas": 2}
+    assert second["metadata"]["generation"] == created["metadata"]["generation"]
+    entries = second["metadata"]["managedFields"]
+    assert entries[0] == creator
+    operator = entries[1]
+    assert [k for k in operator] == [
+        "manager",
+        "operation",
+        "apiVersion",
+        "time",
+        "fieldsType",
+        "fieldsV1",
+        "subresource",
+    ]
+    assert (operator["manager"], operator["operation"], operator["subresource"]) == (
+        "operator",
+        "Update",
+        "status",
+    )
+    assert operator["fieldsV1"] == {
+        "f:status": {".": {}, "f:phase": {}, "f:replicas": {}},
+    }
+    assert first["metadata"]["managedFields"][1]["fieldsV1"] == {
+        "f:status": {".": {}, "f:phase": {}},
+    }
+    assert api.ok("GET", path) == second
+
+
 def test_scale_subresource_reads_status(api: Kube, widgets: str, ns: str) -> None:
     """The scale subresource reports spec replicas and status replicas from the configured paths."""
     obj = api.ok("POST", _wpath(widgets, ns), _widget("scl", color="red", replicas=3))
