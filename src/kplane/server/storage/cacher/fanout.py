@@ -173,15 +173,41 @@ class QueueWatch:
 Listener = Callable[[interface.Event], None]
 
 
+def bucket_of(key: str) -> str:
+    """``/registry/<group>/<resource>/`` of a key below such a prefix, else "" (no routing)."""
+    if key.startswith("/registry/"):
+        group_end = key.find("/", 10)
+        if group_end > 0:
+            end = key.find("/", group_end + 1)
+            if end > 0:
+                return key[: end + 1]
+    return ""
+
+
+Route = tuple[tuple[tuple[bool, str, Listener], ...], tuple[tuple[bool, str], ...]]
+"""Per bucket: the listeners, then the watch prefixes, that may match its keys, each with whether
+the key must still be tested against its prefix (a prefix longer than the bucket)."""
+_ROUTES_BOUND = 1024  # buckets are resources: bounded, but keep the memo so too
+
+
+def _may_match(prefix: str, bucket: str) -> bool:
+    return not bucket or bucket.startswith(prefix) or prefix.startswith(bucket)
+
+
 class Broadcaster:
     """Delivers events to every open ``QueueWatch`` whose prefix matches the event's key, and,
-    synchronously and first, to every listener (see ``listen``)."""
+    synchronously and first, to every listener (see ``listen``).
 
-    __slots__ = ("_by_prefix", "_listeners")
+    Each event goes only to the listeners and watch prefixes that may match keys of its resource
+    (``bucket_of``): a route per resource, memoised until a listener or a watch prefix comes or
+    goes, so an event costs a few calls however many resources are watched."""
+
+    __slots__ = ("_by_prefix", "_listeners", "_routes")
 
     def __init__(self) -> None:
         self._by_prefix: dict[str, set[QueueWatch]] = {}
         self._listeners: list[tuple[str, Listener]] = []
+        self._routes: dict[str, Route] = {}
 
     def listen(self, listener: Listener, prefix: str = "") -> Callable[[], None]:
         """Call ``listener(event)`` for every event whose key starts with ``prefix``, in order,
@@ -189,10 +215,12 @@ class Broadcaster:
         must be quick and must not raise. Returns the function that removes the listener."""
         entry = (prefix, listener)
         self._listeners.append(entry)
+        self._routes.clear()
 
         def remove() -> None:
             if entry in self._listeners:
                 self._listeners.remove(entry)
+                self._routes.clear()
 
         return remove
 
@@ -201,7 +229,11 @@ class Broadcaster:
 
     def add(self, watch: QueueWatch) -> None:
         """Register ``watch`` for live events (the watch must not be done)."""
-        self._by_prefix.setdefault(watch.prefix, set()).add(watch)
+        group = self._by_prefix.get(watch.prefix)
+        if group is None:
+            group = self._by_prefix[watch.prefix] = set()
+            self._routes.clear()
+        group.add(watch)
 
     def discard(self, watch: QueueWatch) -> None:
         """Unregister ``watch`` (no-op when absent)."""
@@ -210,18 +242,38 @@ class Broadcaster:
             group.discard(watch)
             if not group:
                 del self._by_prefix[watch.prefix]
+                self._routes.clear()
+
+    def _route(self, bucket: str) -> Route:
+        route = self._routes.get(bucket)
+        if route is None:
+            size = len(bucket)
+            route = (
+                tuple((len(p) > size, p, f) for p, f in self._listeners if _may_match(p, bucket)),
+                tuple((len(p) > size, p) for p in self._by_prefix if _may_match(p, bucket)),
+            )
+            if len(self._routes) >= _ROUTES_BOUND:
+                self._routes.clear()
+            self._routes[bucket] = route
+        return route
 
     def publish(self, event: interface.Event) -> None:
         """Hand ``event`` to every listener, then push it to every matching watcher. Never blocks,
         never raises."""
         key = event.key
-        for prefix, listener in self._listeners:
-            if key.startswith(prefix):
+        bucket = bucket_of(key)
+        listeners, prefixes = self._route(bucket)
+        for test, prefix, listener in listeners:
+            if not test or key.startswith(prefix):
                 listener(event)
-        for prefix, group in list(self._by_prefix.items()):
-            if key.startswith(prefix):
-                for watch in list(group):
-                    watch.push(event)
+        if prefixes:
+            by_prefix = self._by_prefix
+            for test, prefix in prefixes:
+                if not test or key.startswith(prefix):
+                    group = by_prefix.get(prefix)
+                    if group:
+                        for watch in list(group):
+                            watch.push(event)
 
     def watch(
         self,
