@@ -245,16 +245,15 @@ class Broadcaster:
                 self._routes.clear()
 
     def _route(self, bucket: str) -> Route:
-        route = self._routes.get(bucket)
-        if route is None:
-            size = len(bucket)
-            route = (
-                tuple((len(p) > size, p, f) for p, f in self._listeners if _may_match(p, bucket)),
-                tuple((len(p) > size, p) for p in self._by_prefix if _may_match(p, bucket)),
-            )
-            if len(self._routes) >= _ROUTES_BOUND:
-                self._routes.clear()
-            self._routes[bucket] = route
+        """The route of ``bucket``, computed and memoised."""
+        size = len(bucket)
+        route = (
+            tuple((len(p) > size, p, f) for p, f in self._listeners if _may_match(p, bucket)),
+            tuple((len(p) > size, p) for p in self._by_prefix if _may_match(p, bucket)),
+        )
+        if len(self._routes) >= _ROUTES_BOUND:
+            self._routes.clear()
+        self._routes[bucket] = route
         return route
 
     def publish(self, event: interface.Event) -> None:
@@ -262,7 +261,8 @@ class Broadcaster:
         never raises."""
         key = event.key
         bucket = bucket_of(key)
-        listeners, prefixes = self._route(bucket)
+        route = self._routes.get(bucket)
+        listeners, prefixes = route if route is not None else self._route(bucket)
         for test, prefix, listener in listeners:
             if not test or key.startswith(prefix):
                 listener(event)
