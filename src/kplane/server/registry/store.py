@@ -35,6 +35,8 @@ Transform = Callable[[Object], Object]
 """Given the current object (read-only), return the desired new object (a new dict)."""
 
 MAX_GENERATE_ATTEMPTS = 8
+MAX_RACE_ATTEMPTS = 1000
+"""How often a delete (or an update that ends in one) starts over after a write raced in."""
 _FINALIZER_MSG = "no new finalizers can be added if the object is being deleted, found new finalizers {}"
 
 
@@ -395,7 +397,7 @@ class Registry:
                 raise _DryRun(new)
             return await self.conversion.stored(record, new)
 
-        for _ in range(16):
+        for _ in range(MAX_RACE_ATTEMPTS):
             try:
                 stored = await self.storage.guaranteed_update(key, step, preconditions=preconditions)
                 self._written(record, stored, False)
@@ -529,7 +531,9 @@ class Registry:
         key = record.key(namespace, name)
         strat = self.strategy_for(record)
         added = strat.finalizers_on_delete(record)
-        for _ in range(16):
+        # Each retry follows a write that raced in (upstream's etcd3 Delete and GuaranteedUpdate
+        # retry without a bound); the bound only stops a livelock, not busy writers.
+        for _ in range(MAX_RACE_ATTEMPTS):
             try:
                 current = await self.storage.get(key)
             except storage.StorageError as err:
