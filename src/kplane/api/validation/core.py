@@ -84,7 +84,9 @@ def _pod_update(spec: Object, old: Object) -> Errs:
 def config_map(obj: Object, old: Object | None) -> Errs:
     """``ValidateConfigMap`` (+ ``ValidateConfigMapUpdate``)."""
     errs: Errs = []
-    data, binary = d(obj.get("data")), d(obj.get("binaryData"))
+    data, binary = obj.get("data"), obj.get("binaryData")
+    data = data if type(data) is dict else {}  # d(), inline: every ConfigMap write passes here
+    binary = binary if type(binary) is dict else {}
     total = 0
     for key, value in data.items():
         errs.extend(config_key(key, "data"))

@@ -182,7 +182,7 @@ def build(names: Iterable[str], ctx: plugin.Context) -> admitting.Admission:
             pending = admit(attrs)
             if pending is not None:
                 return _mutate_on(attrs, mutators, i, pending)
-        return _reinvoked(attrs, mutators)
+        return None if attrs.reinvocation is None else _reinvoked(attrs, mutators)
 
     def validate(attrs: admitting.Attributes) -> Awaitable[None] | None:
         validators = for_resource(attrs.record)[1]

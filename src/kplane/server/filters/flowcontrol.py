@@ -40,7 +40,7 @@ def priority_and_fairness(control: FlowControl, sink: metrics_mod.APIMetrics) ->
 
     def limit(request: web.BaseRequest) -> Filter | None:
         info = request[requestinfo.INFO_KEY]
-        if long_running(info):
+        if info.verb == "watch" or info.subresource in LONG_RUNNING_SUBRESOURCES:  # long_running, inline
             return None
         if info.is_resource:
             req: matching.Request = (info.verb, True, info.group, info.resource, info.namespace, "")

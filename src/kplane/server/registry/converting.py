@@ -37,7 +37,11 @@ class Conversion:
 
     def served_now(self, record: ResourceRecord, obj: Object) -> Object | None:
         """``served`` without waiting, or None when it needs the conversion webhook."""
-        if self._webhook(record) is None or obj.get("apiVersion") == record.api_version:
+        if (
+            record.conversion_webhook is None
+            or self._converter is None
+            or obj.get("apiVersion") == record.api_version
+        ):
             return to_version(record, obj)
         return None
 
@@ -58,7 +62,8 @@ class Conversion:
     def stored_now(self, record: ResourceRecord, obj: Object) -> Object | None:
         """``stored`` without waiting, or None when it needs the conversion webhook."""
         if (
-            self._webhook(record) is None
+            record.conversion_webhook is None
+            or self._converter is None
             or not record.storage_version
             or obj.get("apiVersion") == f"{record.group}/{record.storage_version}"
         ):

@@ -195,7 +195,8 @@ class Registry:
         strat = self.strategy_for(record)
         metatypes.check_metadata(obj, record.kind, record.version)
         meta = obj["metadata"]
-        rv_set = _positive_uint64(meta.get("resourceVersion"))
+        rv = meta.get("resourceVersion")
+        rv_set = bool(rv) and _positive_uint64(rv)
         if record.namespaced:
             meta["namespace"] = namespace
         else:
