@@ -8,7 +8,7 @@ from kplane.api.builtin import builtin_catalog
 from kplane.api.catalog import ResourceRecord
 from kplane.controllers import deployutil as du
 from kplane.controllers import workload
-from kplane.server.registry.store import DeleteOptions, gc_finalizers
+from kplane.server.registry.deletion import DeleteOptions, gc_finalizers
 
 
 def deployment(replicas: int, surge: object = "25%", unavailable: object = "25%") -> dict[str, object]:

@@ -13,8 +13,8 @@ from kplane.api.catalog import ResourceRecord
 from kplane.server.endpoints import negotiation, options, params, patching
 from kplane.server.endpoints.scope import Scope, audit_annotations
 from kplane.server.registry import metatypes
+from kplane.server.registry.deletion import DeleteOptions
 from kplane.server.registry.objects import check_type, rfc3339
-from kplane.server.registry.store import DeleteOptions
 
 if TYPE_CHECKING:
     from kplane.api import apply as ssa

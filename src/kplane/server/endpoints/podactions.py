@@ -25,7 +25,7 @@ from kplane.api import errors
 from kplane.api.builtin.records import BUILTIN_RECORDS
 from kplane.server.endpoints import negotiation
 from kplane.server.endpoints.scope import Scope
-from kplane.server.registry.store import DeleteOptions
+from kplane.server.registry.deletion import DeleteOptions
 
 SUCCESS = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 

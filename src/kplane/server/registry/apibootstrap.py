@@ -15,7 +15,8 @@ from typing import Any
 
 from kplane.api import errors
 from kplane.api.catalog import Catalog, ResourceRecord
-from kplane.server.registry.store import DeleteOptions, Registry
+from kplane.server.registry.deletion import DeleteOptions
+from kplane.server.registry.store import Registry
 
 Object = dict[str, Any]
 

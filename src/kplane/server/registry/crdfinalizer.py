@@ -33,7 +33,7 @@ from kplane._util.clock import Clock
 from kplane.api import errors
 from kplane.api.catalog import Catalog, ResourceRecord
 from kplane.api.gvk import GroupResource
-from kplane.server.registry import store
+from kplane.server.registry import deletion, store
 
 log = logging.getLogger("kplane.server.crds")
 Object = dict[str, Any]
@@ -125,7 +125,7 @@ class CRDFinalizer:
                 continue
             try:
                 await self._registry.delete(
-                    record, meta.get("namespace", ""), meta["name"], store.DeleteOptions()
+                    record, meta.get("namespace", ""), meta["name"], deletion.DeleteOptions()
                 )
             except errors.NotFound:
                 continue

@@ -17,15 +17,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kplane._util.clock import Clock
 from kplane.api import errors, jsonbody
 from kplane.api.catalog import ResourceRecord
-from kplane.api.gvk import GroupResource
 from kplane.server import storage
-from kplane.server.registry import admitting, listing, metatypes, objectmeta, strategy, watching
+from kplane.server.registry import admitting, deletion, listing, metatypes, objectmeta, strategy, watching
 from kplane.server.registry.converting import Conversion
 from kplane.server.registry.fieldschema import Requester, SchemaStep, WriteOptions
 from kplane.server.registry.objects import check_type, rfc3339, storage_error
@@ -35,25 +33,7 @@ Transform = Callable[[Object], Object]
 """Given the current object (read-only), return the desired new object (a new dict)."""
 
 MAX_GENERATE_ATTEMPTS = 8
-MAX_RACE_ATTEMPTS = 1000
-"""How often a delete (or an update that ends in one) starts over after a write raced in."""
 _FINALIZER_MSG = "no new finalizers can be added if the object is being deleted, found new finalizers {}"
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteOptions:
-    """What a DELETE asked for (body ``DeleteOptions`` or query parameters)."""
-
-    grace_period_seconds: int | None = None
-    propagation_policy: str | None = None
-    orphan_dependents: bool | None = None
-    uid: str | None = None
-    resource_version: str | None = None
-    dry_run: bool = False
-    requester: Requester | None = None
-    warnings: list[str] = dataclasses.field(default_factory=list)
-    """Reported back (the reply's ``Warning`` header), as a write's ``WriteOptions.warnings``."""
-    audit_annotations: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class _NoChange(Exception):
@@ -121,7 +101,8 @@ class Registry:
         else:
             self._after.setdefault(resource, []).append(hook)
 
-    def _written(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:
+    def written(self, record: ResourceRecord, obj: Object, deleted: bool) -> None:
+        """Call the after-write hooks (``after_write``) for a write just stored."""
         for hook in self._after_any:
             hook(record, obj, deleted)
         hooks = self._after.get((record.group, record.plural))
@@ -295,7 +276,7 @@ class Registry:
                 if data is None:
                     data = await self.conversion.stored(record, obj)
                 stored = await self.storage.create(record.key(namespace, meta["name"]), data)
-                self._written(record, stored, False)
+                self.written(record, stored, False)
                 served = self.conversion.served_now(record, stored)
                 return served if served is not None else await self.conversion.served(record, stored)
             except storage.KeyExists as err:
@@ -398,10 +379,10 @@ class Registry:
                 raise _DryRun(new)
             return await self.conversion.stored(record, new)
 
-        for _ in range(MAX_RACE_ATTEMPTS):
+        for _ in range(deletion.MAX_RACE_ATTEMPTS):
             try:
                 stored = await self.storage.guaranteed_update(key, step, preconditions=preconditions)
-                self._written(record, stored, False)
+                self.written(record, stored, False)
                 return await self.conversion.served(record, stored)
             except _NoChange as done:
                 return await self.conversion.served(record, done.obj)
@@ -417,7 +398,7 @@ class Registry:
                     continue
                 except storage.StorageError as err:
                     raise storage_error(record, name, err) from None
-                self._written(record, last, True)
+                self.written(record, last, True)
                 return await self.conversion.served(record, last)
             except storage.StorageError as err:
                 raise storage_error(record, name, err) from None
@@ -526,220 +507,17 @@ class Registry:
     # -- delete ------------------------------------------------------------------------------
 
     async def delete(
-        self, record: ResourceRecord, namespace: str, name: str, opts: DeleteOptions
+        self, record: ResourceRecord, namespace: str, name: str, opts: deletion.DeleteOptions
     ) -> tuple[Object, bool]:
-        """Delete, or mark for deletion when finalizers remain. Returns (object, deleted_now)."""
-        key = record.key(namespace, name)
-        strat = self.strategy_for(record)
-        added = strat.finalizers_on_delete(record)
-        # Each retry follows a write that raced in (upstream's etcd3 Delete and GuaranteedUpdate
-        # retry without a bound); the bound only stops a livelock, not busy writers.
-        for _ in range(MAX_RACE_ATTEMPTS):
-            try:
-                current = await self.storage.get(key)
-            except storage.StorageError as err:
-                raise storage_error(record, name, err) from None
-            meta = current["metadata"]
-            attrs = admitting.Attributes(
-                "DELETE",
-                record,
-                namespace,
-                name,
-                None,
-                await self.conversion.served(record, current),
-                user=opts.requester,
-                dry_run=opts.dry_run,
-                warnings=opts.warnings,
-                audit_annotations=opts.audit_annotations,
-            )
-            admitted = self.admission.mutate(attrs)
-            if admitted is not None:
-                await admitted
-            admitted = self.admission.validate(attrs)
-            if admitted is not None:
-                await admitted
-            _check_delete_preconditions(record, meta, opts)
-            finalizers = list(meta.get("finalizers") or [])
-            if self.gc_finalizers:
-                finalizers = gc_finalizers(record, finalizers, opts)
-            grace = self.strategy_for(record).grace_period(current, opts.grace_period_seconds)
-            if grace > 0 and not _shortens(meta, grace):
-                return await self.conversion.served(
-                    record, current
-                ), False  # already terminating at least as soon
-            if grace > 0:
-                if opts.dry_run:
-                    return await self.conversion.served(record, current), False
-                obj = await self._mark_deleting(record, key, name, current, added, finalizers, grace=grace)
-                if obj is None:
-                    continue
-                return await self.conversion.served(record, obj), False
-            graceful = (
-                bool(finalizers)
-                or strat.holds_deletion(current)
-                or (bool(added) and not meta.get("deletionTimestamp"))
-            )
-            if graceful:
-                if opts.dry_run:
-                    marked = copy.deepcopy(current)
-                    marked["metadata"].setdefault("deletionTimestamp", rfc3339(self.clock))
-                    if finalizers:
-                        marked["metadata"]["finalizers"] = finalizers
-                    _add_finalizers(marked["metadata"], added)
-                    return await self.conversion.served(record, marked), False
-                obj = await self._mark_deleting(record, key, name, current, added, finalizers)
-                if obj is None:
-                    continue
-                return await self.conversion.served(record, obj), False
-            if opts.dry_run:
-                return await self.conversion.served(record, current), True
-            try:
-                rv = meta.get("resourceVersion")
-                last = await self.storage.delete(
-                    key, preconditions=storage.Preconditions(uid=opts.uid, resource_version=rv)
-                )
-                self._written(record, last, True)
-                return await self.conversion.served(record, last), True
-            except storage.PreconditionFailed:
-                continue
-            except storage.StorageError as err:
-                raise storage_error(record, name, err) from None
-        raise errors.Conflict(
-            f'Operation cannot be fulfilled on {record.group_resource} "{name}": too many retries'
-        )
-
-    async def _mark_deleting(
-        self,
-        record: ResourceRecord,
-        key: str,
-        name: str,
-        seen: Object,
-        added: tuple[str, ...] = (),
-        finalizers: list[str] | None = None,
-        *,
-        grace: int = 0,
-    ) -> Object | None:
-        """Set deletionTimestamp to now + ``grace`` (once; a graceful delete may move it earlier:
-        upstream's ``BeforeDelete``) and ``finalizers`` (when given: the garbage-collection
-        finalizers a later delete may change). None when the object changed under us: start over."""
-        seen_meta = seen["metadata"]
-        refinalize = finalizers is not None and finalizers != list(seen_meta.get("finalizers") or [])
-        if seen_meta.get("deletionTimestamp") and not refinalize and not grace:
-            return seen
-        now = rfc3339(self.clock, grace)
-
-        def mark(current: Object) -> Object:
-            meta = current["metadata"]
-            if meta.get("resourceVersion") != seen["metadata"].get("resourceVersion"):
-                raise _NoChange(current)
-            if finalizers is not None:
-                if finalizers:
-                    meta["finalizers"] = list(finalizers)
-                else:
-                    meta.pop("finalizers", None)
-            already = bool(meta.get("deletionTimestamp"))
-            if already and not grace:
-                return current
-            meta["deletionTimestamp"] = now
-            meta["deletionGracePeriodSeconds"] = grace
-            if already:
-                return current  # a shorter grace period: the deletion had started already
-            _add_finalizers(meta, added)
-            # Upstream's markAsDeleting (apiserver registry/generic/registry/store.go) bumps a tracked
-            # generation, so controllers filtering on generation changes see the deletion start.
-            if isinstance(meta.get("generation"), int) and meta["generation"] > 0:
-                meta["generation"] += 1
-            self.strategy_for(record).mark_deleting(current)
-            return current
-
-        try:
-            marked = await self.storage.guaranteed_update(key, mark)
-        except _NoChange:
-            return None
-        except storage.StorageError as err:
-            raise storage_error(record, name, err) from None
-        self._written(record, marked, False)
-        return marked
-
-
-ORPHAN_FINALIZER = "orphan"
-FOREGROUND_FINALIZER = "foregroundDeletion"
-_ORPHAN_BY_DEFAULT = {("batch", "jobs"), ("", "replicationcontrollers")}
-
-
-def gc_finalizers(record: ResourceRecord, finalizers: list[str], opts: DeleteOptions) -> list[str]:
-    """The finalizers after a delete with ``opts``, as upstream's ``deletionFinalizersForGarbageCollection``
-    (apiserver registry/generic/registry/store.go): ``orphanDependents``, else ``propagationPolicy``,
-    else a GC finalizer already present, else the type's default (Orphan for batch/v1 Jobs and
-    ReplicationControllers) decide between ``orphan``, ``foregroundDeletion`` and neither."""
-    orphan: bool
-    foreground: bool
-    if opts.orphan_dependents is not None:
-        orphan, foreground = opts.orphan_dependents, False
-    elif opts.propagation_policy in ("Orphan", "Background", "Foreground"):
-        orphan = opts.propagation_policy == "Orphan"
-        foreground = opts.propagation_policy == "Foreground"
-    elif ORPHAN_FINALIZER in finalizers or FOREGROUND_FINALIZER in finalizers:
-        orphan = ORPHAN_FINALIZER in finalizers
-        foreground = not orphan and FOREGROUND_FINALIZER in finalizers
-    else:
-        orphan, foreground = (record.group, record.plural) in _ORPHAN_BY_DEFAULT, False
-    out = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
-    kept = [
-        f
-        for f in finalizers
-        if (f == ORPHAN_FINALIZER and orphan) or (f == FOREGROUND_FINALIZER and foreground)
-    ]
-    out = [f for f in finalizers if f in out or f in kept]
-    if orphan and ORPHAN_FINALIZER not in out:
-        out.append(ORPHAN_FINALIZER)
-    if foreground and FOREGROUND_FINALIZER not in out:
-        out.append(FOREGROUND_FINALIZER)
-    return out
-
-
-def _shortens(meta: Object, grace: int) -> bool:
-    """True when a graceful delete of ``grace`` seconds changes ``meta``: it is not being deleted
-    yet, or only with a longer period (upstream's ``BeforeDelete`` keeps the shorter one)."""
-    if not meta.get("deletionTimestamp"):
-        return True
-    current = meta.get("deletionGracePeriodSeconds")
-    return isinstance(current, int) and 0 < grace < current
-
-
-def _add_finalizers(meta: Object, added: tuple[str, ...]) -> None:
-    present = list(meta.get("finalizers") or [])
-    missing = [f for f in added if f not in present]
-    if missing:
-        meta["finalizers"] = present + missing
+        """Delete, or mark for deletion when finalizers remain (``deletion.delete``). Returns
+        (object, deleted_now)."""
+        return await deletion.delete(self, record, namespace, name, opts)
 
 
 def _positive_uint64(value: object) -> bool:
     """Whether ``value`` is a resourceVersion upstream's versioner parses as non-zero (other strings,
     "0" and "-1" included, are ignored on create and replaced by the store's)."""
     return isinstance(value, str) and value.isascii() and value.isdigit() and 0 < int(value) < 2**64
-
-
-def _check_delete_preconditions(record: ResourceRecord, meta: Object, opts: DeleteOptions) -> None:
-    """409 before deleting when DeleteOptions.preconditions do not hold (registry/rest/delete.go
-    ``BeforeDelete``: the object is named by its kind there, not its resource). The same conditions
-    are checked again atomically with the delete itself."""
-    gk = GroupResource(record.group, record.kind)
-    if opts.uid is not None and opts.uid != meta.get("uid"):
-        raise errors.conflict(
-            gk,
-            meta.get("name", ""),
-            f"the UID in the precondition ({opts.uid}) does not match the UID in record ({meta.get('uid')}). "
-            "The object might have been deleted and then recreated",
-        )
-    rv = opts.resource_version
-    if rv is not None and rv != meta.get("resourceVersion"):
-        raise errors.conflict(
-            gk,
-            meta.get("name", ""),
-            f"the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record "
-            f"({meta.get('resourceVersion')}). The object might have been modified",
-        )
 
 
 def _nests_too_deep(new: Object, current: Object) -> bool:

@@ -14,7 +14,7 @@ from kplane.api import errors
 from kplane.api.builtin import builtin_catalog
 from kplane.api.catalog import Catalog, ResourceRecord
 from kplane.api.gvk import GroupResource
-from kplane.server.registry import crdfinalizer, crds, store
+from kplane.server.registry import crdfinalizer, crds, deletion, store
 from kplane.server.storage import interface, memory
 
 GROUP = "unit.kplane.dev"
@@ -159,7 +159,7 @@ async def test_crd_deletion_completes_while_other_writers_race_it(
     storage.prefix = gizmos.key_prefix if target == "objects" else CRD_KEY
     storage.touches = 40
 
-    _, deleted_now = await server.registry.delete(server.crd_record(), "", CRD_NAME, store.DeleteOptions())
+    _, deleted_now = await server.registry.delete(server.crd_record(), "", CRD_NAME, deletion.DeleteOptions())
     assert not deleted_now  # held by the cleanup finalizer
     await server.run_until(server.crd_gone)
 
@@ -194,7 +194,7 @@ async def test_objects_held_by_their_finalizers_keep_the_crd_until_released(
         return deleted == {"g1", "g2"}
 
     others_gone = server.when("gizmos", others_deleted)
-    await server.registry.delete(server.crd_record(), "", CRD_NAME, store.DeleteOptions())
+    await server.registry.delete(server.crd_record(), "", CRD_NAME, deletion.DeleteOptions())
     await server.run_until(others_gone)
     assert deleted == {"g1", "g2"}
     assert not server.crd_gone.is_set()
