@@ -90,7 +90,7 @@ async def delete(
         finalizers = list(meta.get("finalizers") or [])
         if reg.gc_finalizers:
             finalizers = gc_finalizers(record, finalizers, opts)
-        grace = reg.strategy_for(record).grace_period(current, opts.grace_period_seconds)
+        grace = strat.grace_period(current, opts.grace_period_seconds)
         if grace > 0 and not _shortens(meta, grace):
             return await reg.conversion.served(record, current), False  # already terminating at least as soon
         if grace > 0:

@@ -52,10 +52,9 @@ class _DryRun(Exception):
 
 
 WriteGuard = Callable[[ResourceRecord, Object, Object | None, Requester | None], Awaitable[None] | None]
-"""Refuses a write (raises an ``APIError``); returns None when it decided at once, else an
-awaitable that decides."""
-"""Refuses a write by raising an APIError (RBAC escalation checks): record, new object, old object
-(None on create), requester (None for the server's own writes). Runs before validation."""
+"""Refuses a write by raising an ``APIError`` (RBAC escalation checks): record, new object, old
+object (None on create), requester (None for the server's own writes). Runs before validation.
+Returns None when it decided at once, else an awaitable that decides."""
 
 AfterWrite = Callable[[ResourceRecord, Object, bool], None]
 """Called after a successful (non-dry-run) write with the stored object and whether it was deleted."""

@@ -111,6 +111,12 @@ def test_requests_to_one_path_share_one_request_info() -> None:
     assert a[requestinfo.INFO_KEY] is b[requestinfo.INFO_KEY]
     assert a[requestinfo.INFO_KEY].verb == "create"
     assert c[requestinfo.INFO_KEY].verb == "watch"
+    long_path = "/api/v1/namespaces/default/configmaps/" + "x" * 300
+    d, e = make_mocked_request("GET", long_path), make_mocked_request("GET", long_path)
+    for r in (d, e):
+        assert request_info.check(r) is None
+    assert d[requestinfo.INFO_KEY] == e[requestinfo.INFO_KEY]
+    assert d[requestinfo.INFO_KEY] is not e[requestinfo.INFO_KEY]  # long paths are not kept
 
 
 @pytest.mark.parametrize("name", ["Impersonate-User", "impersonate-user", "IMPERSONATE-USER"])
