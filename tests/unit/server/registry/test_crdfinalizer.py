@@ -15,38 +15,15 @@ from kplane.api.builtin import builtin_catalog
 from kplane.api.catalog import Catalog, ResourceRecord
 from kplane.api.gvk import GroupResource
 from kplane.server.registry import crdfinalizer, crds, deletion, store
-from kplane.server.storage import interface, memory
+from kplane.server.storage import memory
+
+from .racing import RacedDeletes
 
 GROUP = "unit.kplane.dev"
 GR = GroupResource(GROUP, "gizmos")
 CRD_NAME = f"gizmos.{GROUP}"
 CRD_KEY = "/registry/apiextensions.k8s.io/customresourcedefinitions/" + CRD_NAME
 OBJECTS = 3
-
-
-class _Meddling(memory.MemoryStorage):
-    """Memory storage where another writer updates an object under ``prefix`` between every
-    read of it and its conditional delete, ``touches`` times in all: each such delete loses the
-    race (the registry's delete re-reads and retries, but only a bounded number of times)."""
-
-    def __init__(self, prefix: str, touches: int) -> None:
-        super().__init__()
-        self.prefix = prefix
-        self.touches = touches
-
-    async def delete(
-        self, key: str, *, preconditions: interface.Preconditions | None = None
-    ) -> interface.Object:
-        if key.startswith(self.prefix) and self.touches > 0:
-            self.touches -= 1
-            await self.guaranteed_update(key, _touch)
-        return await super().delete(key, preconditions=preconditions)
-
-
-def _touch(obj: interface.Object) -> interface.Object:
-    annotations = obj["metadata"].setdefault("annotations", {})
-    annotations["touched"] = str(int(annotations.get("touched", "0")) + 1)
-    return obj
 
 
 def _crd() -> dict[str, Any]:
@@ -114,8 +91,8 @@ class _Server:
 
 
 @pytest.fixture
-async def meddled() -> AsyncIterator[tuple[_Server, _Meddling]]:
-    storage = _Meddling("", 0)
+async def meddled() -> AsyncIterator[tuple[_Server, RacedDeletes]]:
+    storage = RacedDeletes("", 0)
     server = _Server(storage)
     await server.controller.start()
     try:
@@ -149,7 +126,7 @@ async def _install_with_objects(server: _Server) -> None:
     ],
 )
 async def test_crd_deletion_completes_while_other_writers_race_it(
-    meddled: tuple[_Server, _Meddling], target: str
+    meddled: tuple[_Server, RacedDeletes], target: str
 ) -> None:
     """Conflicts past the registry's retry bound do not stop the deletion: the objects go, the CRD
     goes, and the catalog (discovery) no longer serves the resource."""
@@ -171,7 +148,7 @@ async def test_crd_deletion_completes_while_other_writers_race_it(
 
 
 async def test_objects_held_by_their_finalizers_keep_the_crd_until_released(
-    meddled: tuple[_Server, _Meddling],
+    meddled: tuple[_Server, RacedDeletes],
 ) -> None:
     """A custom object with its own finalizer holds the CRD while the others go; once another writer
     removes that finalizer, the deletion finishes."""
