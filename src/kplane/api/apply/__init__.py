@@ -15,8 +15,9 @@ from kplane.api.apply.fieldmanager import (
     default_manager,
     update_managed_fields,
 )
-from kplane.api.apply.fieldpath import FieldSet, Path, path_string
+from kplane.api.apply.fieldpath import FieldSet
 from kplane.api.apply.managed import Entry
+from kplane.api.apply.pathelement import Path, path_string
 from kplane.api.apply.walk import Comparison, compare, fields_of
 
 __all__ = [

@@ -22,7 +22,7 @@ import dataclasses
 import orjson
 
 from kplane.api import errors
-from kplane.api.apply import fieldpath, managed
+from kplane.api.apply import managed, pathelement
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class Conflict:
     manager: str
     operation: str
     api_version: str
-    path: fieldpath.Path
+    path: pathelement.Path
     subresource: str = ""
 
     @property
@@ -41,7 +41,7 @@ class Conflict:
 
     @property
     def field(self) -> str:
-        return fieldpath.path_string(self.path)
+        return pathelement.path_string(self.path)
 
     def manager_text(self) -> str:
         text = _go_quote(self.manager)

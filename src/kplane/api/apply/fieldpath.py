@@ -1,189 +1,31 @@
 """Field sets: the unit of ownership in server-side apply, and their ``FieldsV1`` wire form.
 
 A field set is a set of paths into an object. A path is a tuple of *path elements*, each kept in
-its serialized ``FieldsV1`` spelling, because that spelling is already a canonical, hashable
-identity:
-
-* ``f:<name>``: a field of a struct or a key of a map;
-* ``k:<json>``: the entry of a ``map`` list whose key fields have these values
-  (``k:{"containerPort":80,"protocol":"TCP"}``, keys sorted, compact JSON);
-* ``v:<json>``: the member of a ``set`` list with this value (``v:"foregroundDeletion"``);
-* ``i:<n>``: a position in a list (read and written, never produced by kplane).
+its serialized ``FieldsV1`` spelling (``f:<name>``, ``k:<json>``, ``v:<json>``, ``i:<n>``; see
+``pathelement``, which also orders and prints them).
 
 The set is stored as a trie of plain dicts shaped like ``FieldsV1`` itself: a child that is a
 member and has no children is ``{}``; one that is a member *and* has children carries the key
 ``"."``. Tries are immutable once built, so operations share unchanged subtrees freely.
 
-Wire order follows structured-merge-diff's encoder: ``f:`` < ``k:`` < ``v:`` < ``i:``, each
-ordered by value (numbers < strings < booleans < lists < maps < null), and ``"."`` written last.
+Wire order follows structured-merge-diff's encoder: children in path-element order
+(``pathelement.element_order``), and ``"."`` written last.
 Clients that re-encode through a map (kubectl ``-o json``) print ``"."`` first; both decode equally.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
 
+from kplane.api.apply import pathelement
+
 Node = dict[str, "Node"]
-Path = tuple[str, ...]
 
 SELF = "."
 _EMPTY: Node = {}
-
-
-def canonical_json(value: Any) -> str:
-    """Compact JSON of ``value`` as Go's ``encoding/json`` writes it inside ``k:``/``v:`` elements.
-
-    Map keys are sorted, integral floats are written as integers and ``<``, ``>``, ``&``, U+2028
-    and U+2029 are escaped as Go does. Floats otherwise use Python's shortest form, which differs
-    from Go's only for exponents (``1e21`` against ``1e+21``).
-    """
-    if isinstance(value, str | int) or (
-        isinstance(value, dict) and all(type(v) is str or type(v) is int for v in value.values())
-    ):
-        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-    else:
-        text = orjson.dumps(_normalize_numbers(value), option=orjson.OPT_SORT_KEYS).decode()
-    if any(c in text for c in "<>&\u2028\u2029"):
-        for raw, esc in (
-            ("<", "\\u003c"),
-            (">", "\\u003e"),
-            ("&", "\\u0026"),
-            ("\u2028", "\\u2028"),
-            ("\u2029", "\\u2029"),
-        ):
-            text = text.replace(raw, esc)
-    return text
-
-
-def _normalize_numbers(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _normalize_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_normalize_numbers(v) for v in value]
-    return value
-
-
-def field(name: str) -> str:
-    """The path element of a struct field or map key."""
-    return "f:" + name
-
-
-def key(fields: Mapping[str, Any]) -> str:
-    """The path element of a ``map`` list entry with these key field values."""
-    return "k:" + canonical_json(dict(fields))
-
-
-def value(item: Any) -> str:
-    """The path element of a ``set`` list member."""
-    return "v:" + canonical_json(item)
-
-
-def index(i: int) -> str:
-    """The path element of a list position."""
-    return f"i:{i}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Display, as structured-merge-diff's Path.String(): ".spec.containers[name=\"nginx\"].image".
-
-
-def _go_value(v: Any) -> str:
-    """Render a value as structured-merge-diff's ``value.ToString``: strings quoted as Go ``%q``."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return _go_quote(v)
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return str(int(v)) if v.is_integer() else repr(v)
-    if isinstance(v, list):
-        return "[" + ",".join(_go_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "".join(f"{k}={_go_value(x)}" for k, x in v.items())
-    return str(v)
-
-
-def _go_quote(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-@functools.lru_cache(maxsize=8192)
-def element_string(pe: str) -> str:
-    """One path element for humans: ``.name``, ``[name="x",port=80]``, ``[="x"]``, ``[3]``."""
-    kind, body = pe[:2], pe[2:]
-    if kind == "f:":
-        return "." + body
-    if kind == "k:":
-        parsed = orjson.loads(body)
-        return "[" + ",".join(f"{k}={_go_value(parsed[k])}" for k in sorted(parsed)) + "]"
-    if kind == "v:":
-        return "[=" + _go_value(orjson.loads(body)) + "]"
-    if kind == "i:":
-        return "[" + body + "]"
-    return "{{invalid path element}}"
-
-
-def path_string(path: Path) -> str:
-    """A whole path for humans, as in apply conflict messages: ``.spec.replicas``."""
-    return "".join(element_string(pe) for pe in path)
-
-
-# ---------------------------------------------------------------------------------------------
-# Ordering of path elements (structured-merge-diff PathElement.Compare).
-
-
-def _value_order(v: Any) -> tuple[Any, ...]:
-    if isinstance(v, bool):
-        return (2, v)
-    if isinstance(v, int | float):
-        return (0, v)
-    if isinstance(v, str):
-        return (1, v)
-    if isinstance(v, list):
-        return (3, tuple(_value_order(x) for x in v))
-    if isinstance(v, dict):
-        return (4, tuple((k, _value_order(v[k])) for k in sorted(v)))
-    return (5,)
-
-
-@functools.lru_cache(maxsize=8192)
-def element_order(pe: str) -> tuple[Any, ...]:
-    """A sort key giving upstream's order of path elements (see the module docstring)."""
-    kind, body = pe[:2], pe[2:]
-    if kind == "f:":
-        return (0, body)
-    if kind == "k:":
-        parsed = orjson.loads(body)
-        return (1, tuple((k, _value_order(parsed[k])) for k in sorted(parsed)))
-    if kind == "v:":
-        return (2, _value_order(orjson.loads(body)))
-    if kind == "i:":
-        return (3, int(body))
-    return (4, body)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,7 +121,7 @@ class FieldSet:
         self._fields_v1: dict[str, Any] | None = None
 
     @classmethod
-    def of_paths(cls, *paths: Path) -> FieldSet:
+    def of_paths(cls, *paths: pathelement.Path) -> FieldSet:
         """The set containing exactly these paths (each path must be non-empty)."""
         out = FieldSet()
         for p in paths:
@@ -314,7 +156,7 @@ class FieldSet:
             return FieldSet()
         return FieldSet(_intersection_children(self._root, other._root))
 
-    def has(self, path: Path) -> bool:
+    def has(self, path: pathelement.Path) -> bool:
         """Whether ``path`` itself is a member (not merely a prefix of members)."""
         node: Node | None = self._root
         for pe in path:
@@ -323,7 +165,7 @@ class FieldSet:
             node = node.get(pe)
         return node is not None and bool(path) and _member(node)
 
-    def has_prefix(self, path: Path) -> bool:
+    def has_prefix(self, path: pathelement.Path) -> bool:
         """Whether some member equals ``path`` or lies below it."""
         node: Node | None = self._root
         for pe in path:
@@ -332,7 +174,7 @@ class FieldSet:
             node = node.get(pe)
         return node is not None
 
-    def paths(self) -> Iterator[Path]:
+    def paths(self) -> Iterator[pathelement.Path]:
         """Every member path, in upstream's order (parents before their children)."""
         yield from _walk(self._root, ())
 
@@ -346,7 +188,7 @@ class FieldSet:
         return hash(frozenset(self.paths()))
 
     def __repr__(self) -> str:
-        return "FieldSet(" + ", ".join(path_string(p) for p in self.paths()) + ")"
+        return "FieldSet(" + ", ".join(pathelement.path_string(p) for p in self.paths()) + ")"
 
     def to_fields_v1(self) -> dict[str, Any]:
         """The ``fieldsV1`` value: children in upstream order, ``"."`` last. Computed once per
@@ -420,15 +262,15 @@ def _intersection_children(a: Node, b: Node) -> Node:
     return out
 
 
-def _path_node(path: Path) -> Node:
+def _path_node(path: pathelement.Path) -> Node:
     node: Node = {}
     for pe in reversed(path):
         node = {pe: node}
     return node
 
 
-def _walk(node: Node, prefix: Path) -> Iterator[Path]:
-    for k in sorted((k for k in node if k != SELF), key=element_order):
+def _walk(node: Node, prefix: pathelement.Path) -> Iterator[pathelement.Path]:
+    for k in sorted((k for k in node if k != SELF), key=pathelement.element_order):
         child = node[k]
         path = (*prefix, k)
         if _member(child):
@@ -459,7 +301,7 @@ def _encode(node: Node) -> dict[str, Any]:
         # Only field names: plain string order is element order, and much cheaper to compute.
         names.sort()
     else:
-        names.sort(key=element_order)
+        names.sort(key=pathelement.element_order)
     out: dict[str, Any] = {k: _encode(node[k]) for k in names}
     if SELF in node and out:
         out[SELF] = {}
@@ -495,9 +337,9 @@ def _canonical_element(pe: str) -> str | None:
             parsed = orjson.loads(pe[2:])
             if not isinstance(parsed, dict):
                 raise ValueError(f"fieldsV1: {pe!r} must hold a JSON object")
-            return "k:" + canonical_json(parsed)
+            return "k:" + pathelement.canonical_json(parsed)
         if kind == "v:":
-            return "v:" + canonical_json(orjson.loads(pe[2:]))
+            return "v:" + pathelement.canonical_json(orjson.loads(pe[2:]))
         if kind == "i:":
             return "i:" + str(int(pe[2:]))
     except orjson.JSONDecodeError as e:

@@ -25,7 +25,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from kplane.api.apply import fieldpath
+from kplane.api.apply import fieldpath, pathelement
 from kplane.api.schema import node as schema_node
 
 Node = fieldpath.Node
@@ -75,7 +75,7 @@ def child(node: Schema, name: str) -> tuple[Schema, bool]:
 def item_element(item: Any, kind: str, keys: tuple[str, ...], items: Schema) -> str | None:
     """The path element of one list entry, or None when the entry cannot carry one."""
     if kind == SET:
-        return fieldpath.value(item)
+        return pathelement.value(item)
     if not isinstance(item, Mapping):
         return None
     found: dict[str, Any] = {}
@@ -88,7 +88,7 @@ def item_element(item: Any, kind: str, keys: tuple[str, ...], items: Schema) -> 
         found[k] = v
     if not found:
         return None
-    return fieldpath.key(found)
+    return pathelement.key(found)
 
 
 def _key_default(items: Schema, name: str) -> Any:

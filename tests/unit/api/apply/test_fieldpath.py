@@ -1,4 +1,4 @@
-"""Field sets: FieldsV1 round trips with upstream examples, ordering, set algebra, path printing."""
+"""Field sets: FieldsV1 round trips with upstream examples, ordering, set algebra, the parse memo."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kplane.api.apply import fieldpath
+from kplane.api.apply import fieldpath, pathelement
 from kplane.api.apply.fieldpath import FieldSet
 
 UPSTREAM_UPDATE = (
@@ -70,7 +70,7 @@ def test_key_elements_are_canonicalized() -> None:
     a = FieldSet.from_fields_v1({'k:{"protocol":"TCP", "port":80}': {}})
     b = FieldSet.from_fields_v1({'k:{"port":80,"protocol":"TCP"}': {}})
     assert a == b
-    assert fieldpath.key({"protocol": "TCP", "port": 80}) == 'k:{"port":80,"protocol":"TCP"}'
+    assert pathelement.key({"protocol": "TCP", "port": 80}) == 'k:{"port":80,"protocol":"TCP"}'
 
 
 def test_set_algebra() -> None:
@@ -87,35 +87,6 @@ def test_set_algebra() -> None:
     parent = FieldSet.of_paths(("f:a",), ("f:a", "f:b"))
     assert list(parent.difference(FieldSet.of_paths(("f:a",))).paths()) == [("f:a", "f:b")]
     assert parent.difference(parent).empty()
-
-
-@pytest.mark.parametrize(
-    ("path", "text"),
-    [
-        pytest.param(("f:spec", "f:replicas"), ".spec.replicas", id="fields"),
-        pytest.param(
-            ("f:spec", "f:containers", 'k:{"name":"nginx"}', "f:image"),
-            '.spec.containers[name="nginx"].image',
-            id="key",
-        ),
-        pytest.param(
-            ("f:ports", 'k:{"containerPort":80,"protocol":"TCP"}'),
-            '.ports[containerPort=80,protocol="TCP"]',
-            id="multi-key",
-        ),
-        pytest.param(("f:metadata", "f:finalizers", 'v:"x"'), '.metadata.finalizers[="x"]', id="set"),
-        pytest.param(("f:args", "i:2"), ".args[2]", id="index"),
-    ],
-)
-def test_path_string(path: fieldpath.Path, text: str) -> None:
-    """Paths print as structured-merge-diff's Path.String()."""
-    assert fieldpath.path_string(path) == text
-
-
-def test_canonical_json_escapes_html_like_go() -> None:
-    """Values inside elements are escaped as Go's encoder does."""
-    assert fieldpath.value("a<b&c") == 'v:"a\\u003cb\\u0026c"'
-    assert fieldpath.value(1.0) == "v:1"
 
 
 def test_parsing_the_same_text_again_gives_the_same_set() -> None:

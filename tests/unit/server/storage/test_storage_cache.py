@@ -8,7 +8,7 @@ import pytest
 
 from kplane._util import clock
 from kplane.server.storage import cacher, interface, memory
-from kplane.server.storage.cacher import cache, fanout
+from kplane.server.storage.cacher import fanout, index
 from kplane.server.storage.testing import fixtures
 
 
@@ -29,7 +29,7 @@ def test_public_surface() -> None:
 )
 def test_resource_prefix(key: str, bucket: str) -> None:
     """Keys are bucketed by their first four path segments."""
-    assert cache.resource_prefix(key) == bucket
+    assert index.resource_prefix(key) == bucket
 
 
 async def _started(backend: memory.MemoryStorage, **kwargs: object) -> cacher.CachedStorage:

@@ -4,8 +4,8 @@ Design note. The apiserver's "cacher" serves reads and watches without touching 
 decorator, over any ``Storage``. At ``start`` it lists the whole backend and watches it from that
 snapshot's revision; each backend event is applied to an in-memory index and appended to a bounded
 window, then fanned out to the cache's own watchers (the same ``Event`` object, so an encoding
-memoised on it is shared). Objects are grouped per resource (``/registry/<group>/<resource>/``) with
-their keys kept sorted, so listing one resource or namespace is a bisection plus a slice.
+memoised on it is shared). Objects are grouped per resource with their keys kept sorted (``index``),
+so listing one resource or namespace is a bisection plus a slice.
 
 Consistency: writes go to the backend and return as soon as it acknowledges them; ``get`` and
 ``list`` first wait until the cache has applied every write acknowledged through it so far (at once
@@ -27,7 +27,7 @@ asks to be consistent (GET, and LIST or WATCH without a resourceVersion); the se
 outside the cache's key space, the backend watch's progress notifications (``request_progress`` /
 ``on_progress``) tell the cache it is up to date. A backend watch with ``deliver_to(fn)`` (etcd's)
 hands its events to the cache as it reads them, rather than through its queue. Both waits (for this
-server's writes and for ``sync``'s revision) are bounded: after 3 s the read goes to the backend
+server's writes and for ``sync``'s revision) are bounded (``waiting``): after 3 s the read goes to the backend
 itself, as upstream's consistent reads fall back to etcd. An explicit "not older than N" revision
 the cache does not reach in 3 s is ``TooLargeRevision`` (a 504), as upstream.
 
@@ -41,7 +41,6 @@ import asyncio
 import bisect
 import builtins
 import collections
-import heapq
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -49,42 +48,10 @@ from typing import Protocol
 
 from kplane._util import clock as clock_
 from kplane.server.storage import interface
-from kplane.server.storage.cacher import fanout
+from kplane.server.storage.cacher import fanout, index, waiting
 
 _log = logging.getLogger(__name__)
 _ALL = "/"
-_FRESH_TIMEOUT = 3.0  # seconds a consistent read waits for the cache (upstream's 3 s)
-_PROGRESS_STEP = 0.05  # seconds between two progress requests while waiting
-# Steps, not elapsed time: an event loop blocked for a while must not use up the wait by itself.
-_FRESH_STEPS = round(_FRESH_TIMEOUT / _PROGRESS_STEP)
-
-
-def resource_prefix(key: str) -> str:
-    """The index bucket of ``key``: its first four ``/``-separated segments (``/registry/g/r/``)."""
-    if key.startswith("/registry/"):  # every key of the server: two searches, not four
-        group_end = key.find("/", 10)
-        if group_end > 0:
-            end = key.find("/", group_end + 1)
-            if end > 0:
-                return key[: end + 1]
-    end = -1
-    for _ in range(4):
-        nxt = key.find("/", end + 1)
-        if nxt < 0:
-            break
-        end = nxt
-    return key[: end + 1]
-
-
-def _key_range(keys: list[str], prefix: str, start_after: str) -> tuple[int, int]:
-    """``keys[lo:hi]`` are the sorted ``keys`` under ``prefix`` that come after ``start_after``."""
-    lo = bisect.bisect_left(keys, prefix)
-    if start_after >= prefix:
-        lo = max(lo, bisect.bisect_right(keys, start_after))
-    if not prefix:
-        return lo, len(keys)
-    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    return lo, max(lo, bisect.bisect_left(keys, end, lo))
 
 
 class KeyedStorage(interface.Storage, Protocol):
@@ -96,29 +63,6 @@ class KeyedStorage(interface.Storage, Protocol):
         """Every live ``(key, object)`` under ``prefix`` in key order at the current revision, and
         that revision."""
         ...
-
-
-class _Bucket:
-    """Live objects of one resource; ``keys`` is sorted."""
-
-    __slots__ = ("keys", "objects")
-
-    def __init__(self) -> None:
-        self.objects: dict[str, interface.Object] = {}
-        self.keys: builtins.list[str] = []
-
-    def put(self, key: str, obj: interface.Object) -> None:
-        if key not in self.objects:
-            keys = self.keys
-            if not keys or key > keys[-1]:
-                keys.append(key)
-            else:
-                bisect.insort(keys, key)
-        self.objects[key] = obj
-
-    def remove(self, key: str) -> None:
-        if self.objects.pop(key, None) is not None:
-            del self.keys[bisect.bisect_left(self.keys, key)]
 
 
 class CachedStorage:
@@ -140,15 +84,14 @@ class CachedStorage:
         self._window = window
         self._watcher_capacity = watcher_capacity
         self._clock: clock_.Clock = clock or clock_.RealClock()
-        self._buckets: dict[str, _Bucket] = {}
+        self._buckets: index.Buckets = {}
         self._events: collections.deque[interface.Event] = collections.deque()
         self._rev = 0
         self._acked = 0  # the newest revision a write through this cache returned
         # what the next get/list must see: ``_acked`` or the revision ``sync`` read, the newer
         self._needed = 0
         self._oldest = 0  # watches may start at this revision or later
-        self._waiters: builtins.list[tuple[int, int, asyncio.Future[None]]] = []
-        self._seq = itertools.count()
+        self._waiters: waiting.Waiters = []
         self._broadcaster = fanout.Broadcaster()
         self._source: interface.Watch | None = None
         self._task: asyncio.Task[None] | None = None
@@ -212,7 +155,7 @@ class CachedStorage:
             if self._task is not None and not self._task.done():
                 self._task.cancel()
             self._broadcaster.end_all()
-            self._fail_waiters(interface.StorageError("storage is closed"))
+            waiting.fail(self._waiters, interface.StorageError("storage is closed"))
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -234,7 +177,7 @@ class CachedStorage:
     def peek(self, key: str) -> interface.Object | None:
         """The cached object at ``key`` or None, synchronously (shared: treat as read-only). For
         per-request checks that must not wait, such as a token's ServiceAccount still existing."""
-        bucket = self._buckets.get(resource_prefix(key))
+        bucket = self._buckets.get(index.resource_prefix(key))
         return bucket.objects.get(key) if bucket is not None else None
 
     def current_peek(self, key: str) -> interface.Object | None:
@@ -243,7 +186,7 @@ class CachedStorage:
         ``get``. Shared: treat as read-only."""
         if self._rev < self._needed:
             return None
-        bucket = self._buckets.get(resource_prefix(key))
+        bucket = self._buckets.get(index.resource_prefix(key))
         return bucket.objects.get(key) if bucket is not None else None
 
     def surely_empty(self, prefix: str) -> bool:
@@ -251,7 +194,7 @@ class CachedStorage:
         wait for (so a ``list`` would answer nothing); False when unsure or not empty."""
         if self._rev < self._needed:
             return False
-        bucket = self._buckets.get(resource_prefix(prefix))
+        bucket = self._buckets.get(index.resource_prefix(prefix))
         if bucket is None:
             return True
         keys = bucket.keys
@@ -262,7 +205,7 @@ class CachedStorage:
         self._check_ready()
         if self._rev < self._needed and not await self._catch_up():
             return await self._backend.get(key)
-        bucket = self._buckets.get(resource_prefix(key))
+        bucket = self._buckets.get(index.resource_prefix(key))
         obj = bucket.objects.get(key) if bucket is not None else None
         if obj is None:
             raise interface.KeyNotFound(key)
@@ -281,14 +224,14 @@ class CachedStorage:
             await self.wait_for_revision(revision)
         if revision and revision < self._rev:
             return await self._backend.list(prefix, revision=revision, start_after=start_after, limit=limit)
-        return self._list_current(prefix, start_after, limit)
+        return index.page(self._buckets, prefix, start_after, limit, self._rev)
 
     async def list_keyed(self, prefix: str) -> tuple[builtins.list[tuple[str, interface.Object]], int]:
         self._check_ready()
         if self._rev < self._needed and not await self._catch_up():
             return await self._backend.list_keyed(prefix)
-        keys, objects = self._keys_objects(prefix)
-        lo, hi = _key_range(keys, prefix, "")
+        keys, objects = index.keys_objects(self._buckets, prefix)
+        lo, hi = index.key_range(keys, prefix, "")
         return [(k, objects[k]) for k in keys[lo:hi]], self._rev
 
     # ``timeout`` is measured on the injected Clock, which ``asyncio.timeout`` cannot use.
@@ -313,14 +256,7 @@ class CachedStorage:
         self._check_ready()
         if self._rev >= revision:
             return
-        fut = self._waiter(revision)
-        sleeper = asyncio.ensure_future(self._clock.sleep(timeout))
-        try:
-            await asyncio.wait((fut, sleeper), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            if not fut.done():
-                fut.cancel()
+        await waiting.wait(self._waiters, revision, self._clock, timeout)
         if self._rev < revision:
             raise interface.TooLargeRevision(revision, self._rev)
 
@@ -344,24 +280,7 @@ class CachedStorage:
         revision may have been outside the cache's key space."""
         target = self._needed
         ask: Callable[[], None] | None = getattr(self._source, "request_progress", None)
-        fut = self._waiter(target)
-        try:
-            for step in range(_FRESH_STEPS):
-                if fut.done():
-                    break
-                # Ask only after a first step without asking: the events normally arrive by then,
-                # and etcd before 3.4.24 may answer a progress request ahead of events still queued
-                # for the watch (etcd issue 15220), which would make this read stale.
-                if ask is not None and step:
-                    ask()
-                sleeper = asyncio.ensure_future(self._clock.sleep(_PROGRESS_STEP))
-                try:
-                    await asyncio.wait((fut, sleeper), return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    sleeper.cancel()
-        finally:
-            if not fut.done():
-                fut.cancel()
+        await waiting.wait_asking(self._waiters, target, self._clock, ask)
         if self._rev >= target:
             return True
         _log.warning("cache is behind (at %d, wanted %d after 3 s): reading the backend", self._rev, target)
@@ -372,7 +291,7 @@ class CachedStorage:
         if revision > self._rev:
             self._rev = revision
             if self._waiters:
-                self._wake()
+                waiting.wake(self._waiters, revision)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -438,35 +357,6 @@ class CachedStorage:
         if not self._started:
             raise interface.StorageError("cache is not started: await start() first")
 
-    def _keys_objects(self, prefix: str) -> tuple[builtins.list[str], dict[str, interface.Object]]:
-        """Sorted keys (a superset of those under ``prefix``) and their objects."""
-        if prefix.count("/") >= 4:
-            bucket = self._buckets.get(resource_prefix(prefix))
-            return (bucket.keys, bucket.objects) if bucket is not None else ([], {})
-        buckets = [b for name, b in self._buckets.items() if name.startswith(prefix)]
-        if len(buckets) == 1:
-            return buckets[0].keys, buckets[0].objects
-        objects: dict[str, interface.Object] = {}
-        for b in buckets:
-            objects.update(b.objects)
-        return sorted(objects), objects
-
-    def _list_current(self, prefix: str, start_after: str, limit: int) -> interface.ListResult:
-        keys, objects = self._keys_objects(prefix)
-        lo, hi = _key_range(keys, prefix, start_after)
-        remaining = 0
-        if limit and hi - lo > limit:
-            remaining = hi - lo - limit
-            hi = lo + limit
-        items = [objects[k] for k in keys[lo:hi]]
-        return interface.ListResult(
-            items=items,
-            revision=self._rev,
-            more=remaining > 0,
-            remaining=remaining,
-            last_key=keys[hi - 1] if remaining else "",
-        )
-
     def _applied(self, obj: interface.Object) -> interface.Object:
         """Note the revision of the write that produced ``obj`` (reads wait for it), return ``obj``.
 
@@ -480,37 +370,11 @@ class CachedStorage:
                 self._needed = revision
         return obj
 
-    def _waiter(self, revision: int) -> asyncio.Future[None]:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (revision, next(self._seq), fut))
-        return fut
-
-    def _wake(self) -> None:
-        waiters = self._waiters
-        while waiters and waiters[0][0] <= self._rev:
-            fut = heapq.heappop(waiters)[2]
-            if not fut.done():
-                fut.set_result(None)
-
-    def _fail_waiters(self, error: interface.StorageError) -> None:
-        for _, _, fut in self._waiters:
-            if not fut.done():
-                fut.set_exception(error)
-                fut.exception()  # mark retrieved: a waiter that gave up must not log a warning
-        self._waiters.clear()
-
     async def _load(self, *, watch: bool = True) -> None:
         """List the backend into fresh buckets and (unless ``watch`` is False) start watching it
         from the snapshot."""
         pairs, revision = await self._backend.list_keyed(_ALL)
-        buckets: dict[str, _Bucket] = {}
-        for key, obj in pairs:
-            name = resource_prefix(key)
-            bucket = buckets.get(name)
-            if bucket is None:
-                bucket = buckets[name] = _Bucket()
-            bucket.put(key, obj)
-        self._buckets = buckets
+        self._buckets = index.build(pairs)
         self._rev = revision
         self._oldest = revision
         self._events.clear()
@@ -524,7 +388,7 @@ class CachedStorage:
                 deliver(self._apply)  # events skip the stream's queue; ``_follow`` sees its end
 
     def _apply(self, event: interface.Event) -> None:
-        name = resource_prefix(event.key)
+        name = index.resource_prefix(event.key)
         bucket = self._buckets.get(name)
         if event.type == interface.DELETED:
             if bucket is not None:
@@ -533,7 +397,7 @@ class CachedStorage:
                     del self._buckets[name]
         else:
             if bucket is None:
-                bucket = self._buckets[name] = _Bucket()
+                bucket = self._buckets[name] = index.Bucket()
             bucket.put(event.key, event.object)
         self._rev = event.revision
         events = self._events
@@ -542,7 +406,7 @@ class CachedStorage:
             self._oldest = events.popleft().revision
         self._broadcaster.publish(event)
         if self._waiters:
-            self._wake()
+            waiting.wake(self._waiters, self._rev)
 
     async def _follow(self) -> None:
         while True:
@@ -562,7 +426,7 @@ class CachedStorage:
             while not self._closed:
                 try:
                     await self._load()
-                    self._wake()
+                    waiting.wake(self._waiters, self._rev)
                     break
                 except interface.StorageError as e:
                     _log.warning("cache relist failed (%s); retrying", e)
