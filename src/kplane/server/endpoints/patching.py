@@ -17,7 +17,7 @@ from kplane.api import patch as patches
 from kplane.api.catalog import ResourceRecord
 from kplane.api.patch import jsonpatch
 from kplane.server.endpoints import negotiation
-from kplane.server.registry.store import Transform
+from kplane.server.registry.updating import Transform
 
 if TYPE_CHECKING:
     from kplane.api import schema

@@ -1,11 +1,11 @@
-"""The registry's nesting check of an update's result (kplane's limit on stored objects)."""
+"""The nesting check of an update's result (kplane's limit on stored objects)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kplane.api import jsonbody
-from kplane.server.registry import store
+from kplane.server.registry import updating
 
 
 def _deep(levels: int) -> dict[str, Any]:
@@ -22,16 +22,16 @@ def test_only_what_the_update_changed_is_walked() -> None:
     at_limit = _deep(limit - 1)  # root + spec + ... : exactly the limit
     current: dict[str, Any] = {"metadata": {"name": "x", "managedFields": [_deep(limit)]}, "spec": at_limit}
     shared = {**current, "status": {"ok": True}}
-    assert not store._nests_too_deep(shared, current)
+    assert not updating._nests_too_deep(shared, current)
     copied = {**current, "spec": _deep(limit - 1)}
-    assert not store._nests_too_deep(copied, current)
+    assert not updating._nests_too_deep(copied, current)
     deeper = {**current, "spec": _deep(limit)}
-    assert store._nests_too_deep(deeper, current)
+    assert updating._nests_too_deep(deeper, current)
     labels = {**current, "metadata": {**current["metadata"], "labels": _deep(limit - 1)}}
-    assert store._nests_too_deep(labels, current)
+    assert updating._nests_too_deep(labels, current)
     fine = {**current, "metadata": {**current["metadata"], "labels": _deep(limit - 2)}}
-    assert not store._nests_too_deep(fine, current)
+    assert not updating._nests_too_deep(fine, current)
     # the same answers as a walk of the whole object, managedFields aside
     for obj in (shared, copied, deeper, labels, fine):
         meta = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
-        assert store._nests_too_deep(obj, {}) == bool(jsonbody.too_deep({**obj, "metadata": meta}))
+        assert updating._nests_too_deep(obj, {}) == bool(jsonbody.too_deep({**obj, "metadata": meta}))
