@@ -88,9 +88,9 @@ class WatchEvent(Generic[T]):
 
 def _meta(obj: Any, key: str, attr: str) -> Any:
     """``metadata[key]`` of a dict, ``metadata.<attr>`` of a model; ``None`` when absent."""
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or isinstance(obj, Mapping):  # exact dicts skip the ABC check
         meta = obj.get("metadata")
-        return meta.get(key) if isinstance(meta, Mapping) else None
+        return meta.get(key) if type(meta) is dict or isinstance(meta, Mapping) else None
     return getattr(getattr(obj, "metadata", None), attr, None)
 
 

@@ -147,7 +147,7 @@ class Listener:
                     result = self.handler.on_update(a, b)
                 else:
                     result = self.handler.on_delete(a)
-                if inspect.isawaitable(result):
+                if result is not None and inspect.isawaitable(result):  # skips its ABC check
                     await result
             except Exception:
                 log.exception("informer event handler %r failed", self.handler)

@@ -40,10 +40,14 @@ class IndexerError(Exception):
 
 
 def object_meta(obj: Any, field: str) -> Any:
-    """``obj.metadata.<field>`` for a dict or a typed object; ``None`` when absent."""
-    if isinstance(obj, Mapping):
+    """``obj.metadata.<field>`` for a dict or a typed object; ``None`` when absent.
+
+    Decoded JSON (exact ``dict``s) is tested first: ``isinstance(x, Mapping)`` is an ABC check
+    that costs a Python-level ``__instancecheck__``, and an informer reads several fields of every
+    event's object."""
+    if type(obj) is dict or isinstance(obj, Mapping):
         meta = obj.get("metadata")
-        return meta.get(field) if isinstance(meta, Mapping) else None
+        return meta.get(field) if type(meta) is dict or isinstance(meta, Mapping) else None
     meta = getattr(obj, "metadata", None)
     if meta is None:
         return None

@@ -32,6 +32,8 @@ from kplane.workqueue import metrics as queue_metrics
 from kplane.workqueue import queue as queue_mod
 from kplane.workqueue import rate_limiters, rate_limiting
 
+_RECONCILE_LOG = logging.getLogger("kplane.runtime.reconcile")  # looked up once, not per reconcile
+
 
 class CacheSyncTimeout(Exception):
     """A source did not deliver its initial objects within ``cache_sync_timeout``."""
@@ -171,7 +173,7 @@ class Controller:
         }
         if trace is not None:
             fields["traceID"] = trace.trace_id
-        log = log_mod.bind(logging.getLogger("kplane.runtime.reconcile"), **fields)
+        log = log_mod.bind(_RECONCILE_LOG, **fields)
         token = log_mod.set_current(log)
         trace_token = tracing.CURRENT.set(trace) if trace is not None else None
         m = self._metrics
