@@ -454,6 +454,47 @@ def test_crd_deletion_completes_while_its_objects_are_written(api: Kube, ns: str
     assert api.get(f"{path}/d0").status == 404
 
 
+# The Terminating condition's words, from apiextensions-apiserver: the first delete's in
+# pkg/registry/customresourcedefinition/etcd.go, the finalizer's in
+# pkg/controller/finalizer/crd_finalizer.go.
+PENDING_MESSAGE = "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"
+IN_PROGRESS_MESSAGE = "CustomResource deletion is in progress"
+
+
+@requires_kubectl
+def test_crd_deletion_reports_its_progress_on_the_terminating_condition(
+    server: Server, api: Kube, k8s: k8s_client.ApiClient, ns: str
+) -> None:
+    """A CRD whose object is held by a finalizer reports the instance deletion in progress on its
+    Terminating condition (kubectl wait and the Python client both see it), and goes once released."""
+    name = f"thingamajigs.{GROUP}"
+    _install(api, _crd("thingamajigs", "Thingamajig", [_version("v1")]))
+    path = f"/apis/{GROUP}/v1/namespaces/{ns}/thingamajigs"
+    held = {"name": "held", "finalizers": ["e2e.kplane.dev/hold"]}
+    api.ok("POST", path, {"apiVersion": f"{GROUP}/v1", "kind": "Thingamajig", "metadata": held})
+    marked = api.ok("DELETE", f"{CRD_PATH}/{name}")
+    terminating = [c for c in marked["status"]["conditions"] if c["type"] == "Terminating"]
+    assert [(c["status"], c["reason"], c["message"]) for c in terminating] == [
+        ("True", "InstanceDeletionPending", PENDING_MESSAGE)
+    ]
+    server.kubectl("wait", f"crd/{name}", "--for=condition=Terminating", "--timeout=30s")
+    jsonpath = '{.status.conditions[?(@.type=="Terminating")].reason}'
+    poll(
+        lambda: (
+            server.kubectl("get", "crd", name, "-o", f"jsonpath={jsonpath}").stdout
+            == "InstanceDeletionInProgress"
+        )
+    )
+    crd = k8s_client.ApiextensionsV1Api(k8s).read_custom_resource_definition(name)
+    found = [c for c in crd.status.conditions if c.type == "Terminating"]
+    assert [(c.status, c.reason, c.message) for c in found] == [
+        ("True", "InstanceDeletionInProgress", IN_PROGRESS_MESSAGE)
+    ]
+    assert api.patch(f"{path}/held", {"metadata": {"finalizers": None}}).status == 200
+    poll(lambda: api.get(f"{CRD_PATH}/{name}").status == 404)
+    assert api.get(f"{path}/held").status == 404
+
+
 def test_two_versions(api: Kube, ns: str) -> None:
     """A CRD served at v1beta1 and v1 (storage) serves each object at both with the asked apiVersion."""
     crd = _crd("gadgets", "Gadget", [_version("v1beta1", storage=False), _version("v1")])

@@ -124,6 +124,13 @@ def go_strings(items: Sequence[str]) -> str:
     return "[]string{" + ", ".join(go_quote(i) for i in items) + "}" if items else "[]string(nil)"
 
 
+def aggregate(messages: Sequence[str]) -> str:
+    """Messages as ``utilerrors.NewAggregate(errs).Error()`` prints them: one as is, several
+    distinct ones in brackets joined by ``, ``, each once."""
+    distinct = list(dict.fromkeys(messages))
+    return distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
+
+
 @dataclass(frozen=True, slots=True)
 class FieldError:
     """A validation failure at one field; renders as upstream's ``field.Error``."""

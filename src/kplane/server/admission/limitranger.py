@@ -18,7 +18,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from kplane.api import quantity
+from kplane.api import errors, quantity
 from kplane.server.admission import plugin
 from kplane.server.registry import admitting
 
@@ -110,7 +110,7 @@ class LimitRanger(plugin.Base):
         else:
             return
         if problems:
-            raise plugin.forbidden(attrs, aggregate(problems))
+            raise plugin.forbidden(attrs, errors.aggregate(problems))
 
     async def _pod_problems(self, namespace: str, pod: dict[str, Any]) -> list[str]:
         spec = plugin.as_dict(pod.get("spec"))
@@ -137,13 +137,6 @@ class LimitRanger(plugin.Base):
             # against the request (maxRequestConstraint)
             problems += check("PersistentVolumeClaim", item, requests, {}, max_on_request=True)
         return problems
-
-
-def aggregate(messages: list[str]) -> str:
-    """``utilerrors.NewAggregate(errs).Error()``: one message as is, several distinct ones in
-    brackets joined by ``, ``, each once."""
-    distinct = list(dict.fromkeys(messages))
-    return distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
 
 
 def _text(value: Any) -> str:

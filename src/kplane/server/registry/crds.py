@@ -23,7 +23,7 @@ from kplane.api.catalog import Catalog, PrinterColumn, ResourceRecord, ScaleSpec
 from kplane.api.gvk import GroupResource
 from kplane.api.validation import apiextensions
 from kplane.server import storage
-from kplane.server.registry import crdfinalizer, strategy
+from kplane.server.registry import crdconditions, crdfinalizer, strategy
 from kplane.server.registry.fieldschema import WriteOptions
 from kplane.server.registry.objects import rfc3339
 from kplane.server.registry.store import Registry
@@ -257,6 +257,11 @@ class CRDStrategy(strategy.Strategy):
     def finalizers_on_delete(self, record: ResourceRecord) -> tuple[str, ...]:
         return (crdfinalizer.CLEANUP_FINALIZER,)
 
+    def mark_deleting(self, obj: Object) -> None:
+        """The first delete also reports the coming cleanup (``Terminating``, upstream's CRD REST
+        ``Delete``)."""
+        obj["status"] = crdfinalizer.pending(obj, rfc3339(self.clock))["status"]
+
     def prepare_for_update(self, record: ResourceRecord, new: Object, old: Object) -> None:
         super().prepare_for_update(record, new, old)
         self._fill_status(new, old)
@@ -275,33 +280,24 @@ class CRDStrategy(strategy.Strategy):
         fill_status(obj, old, rfc3339(self.clock))
 
 
-def _condition(ctype: str, status: str, reason: str, message: str, now: str) -> Object:
-    return {"type": ctype, "status": status, "lastTransitionTime": now, "reason": reason, "message": message}
-
-
-def _has_condition(crd: Object, ctype: str) -> bool:
-    return any(
-        isinstance(c, dict) and c.get("type") == ctype and c.get("status") == "True"
-        for c in (crd.get("status") or {}).get("conditions") or []
-    )
-
-
 def established(crd: Object) -> bool:
-    return _has_condition(crd, "Established")
+    return crdconditions.is_true(crd, "Established")
 
 
 def accept_names(crd: Object, now: str) -> Object:
     """``crd`` as upstream's naming controller writes it: names accepted, Established False
     ("Installing") until the establishing controller follows. Unchanged once accepted."""
-    if _has_condition(crd, "NamesAccepted") or established(crd):
+    if crdconditions.is_true(crd, "NamesAccepted") or established(crd):
         return crd
     status = dict(crd.get("status") or {})
     conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
     kept = [c for c in conditions if c.get("type") not in ("NamesAccepted", "Established")]
     status["conditions"] = [
         *kept,
-        _condition("NamesAccepted", "True", "NoConflicts", "no conflicts found", now),
-        _condition("Established", "False", "Installing", "the initial names have been accepted", now),
+        crdconditions.condition("NamesAccepted", "True", "NoConflicts", "no conflicts found", now),
+        crdconditions.condition(
+            "Established", "False", "Installing", "the initial names have been accepted", now
+        ),
     ]
     status["acceptedNames"] = dict((crd.get("spec") or {}).get("names") or {})
     return {**crd, "status": status}
@@ -316,7 +312,9 @@ def establish(crd: Object, now: str) -> Object:
         c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") != "Established"
     ]
     conditions.append(
-        _condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted", now)
+        crdconditions.condition(
+            "Established", "True", "InitialNamesAccepted", "the initial names have been accepted", now
+        )
     )
     status["conditions"] = conditions
     return {**crd, "status": status}
@@ -338,11 +336,7 @@ def fill_status(obj: Object, old: Object | None, now: str) -> None:
         ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
     ):
         if ctype not in conditions:
-            conditions[ctype] = _condition(ctype, "True", reason, message, now)
-    if (obj.get("metadata") or {}).get("deletionTimestamp"):
-        conditions["Terminating"] = _condition(
-            "Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress", now
-        )
+            conditions[ctype] = crdconditions.condition(ctype, "True", reason, message, now)
     status["conditions"] = list(conditions.values())
     status["acceptedNames"] = dict(spec.get("names") or {})
     status["storedVersions"] = stored

@@ -112,12 +112,6 @@ def test_pod_totals() -> None:
     assert limitranger.pod_total(containers, sidecar, "requests")["cpu"] == "600m"
 
 
-def test_aggregate_prints_as_upstream() -> None:
-    assert limitranger.aggregate(["a"]) == "a"
-    assert limitranger.aggregate(["a", "b", "a"]) == "[a, b]"
-    assert limitranger.aggregate(["a", "a"]) == "a"
-
-
 async def test_claim_update_is_checked() -> None:
     """A claim's update (a resize) is bounded too; subresources are not."""
     ctx = _ctx()

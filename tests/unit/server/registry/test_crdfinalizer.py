@@ -14,7 +14,7 @@ from kplane.api import errors
 from kplane.api.builtin import builtin_catalog
 from kplane.api.catalog import Catalog, ResourceRecord
 from kplane.api.gvk import GroupResource
-from kplane.server.registry import crdfinalizer, crds, deletion, store
+from kplane.server.registry import admitting, crdconditions, crdfinalizer, crds, deletion, store
 from kplane.server.storage import memory
 
 from .racing import RacedDeletes
@@ -49,10 +49,14 @@ def _crd() -> dict[str, Any]:
 class _Server:
     """A registry with the CRD controller on a fake clock, and a way to run it until a condition."""
 
-    def __init__(self, storage: memory.MemoryStorage) -> None:
+    def __init__(
+        self, storage: memory.MemoryStorage, admission: admitting.Admission = admitting.NONE
+    ) -> None:
         self.clock = clock.FakeClock()
         self.catalog: Catalog = builtin_catalog()
-        self.registry = store.Registry(storage, self.clock, strategies=crds.strategies(self.clock))
+        self.registry = store.Registry(
+            storage, self.clock, admission=admission, strategies=crds.strategies(self.clock)
+        )
         self.controller = crds.CRDController(self.registry, self.catalog, self.clock)
         self.crd_gone = self.when("customresourcedefinitions", lambda _obj, deleted: deleted)
         self.crd_established = self.when(
@@ -182,3 +186,130 @@ async def test_objects_held_by_their_finalizers_keep_the_crd_until_released(
     await server.run_until(server.crd_gone)
     assert (await server.registry.storage.list(gizmos.key_prefix)).items == []
     assert [r for r in server.catalog if r.group_resource == GR] == []
+
+
+# The Terminating condition's words, as upstream writes them: the first delete's in
+# apiextensions-apiserver pkg/registry/customresourcedefinition/etcd.go, the others in
+# pkg/controller/finalizer/crd_finalizer.go.
+PENDING = (
+    "True",
+    "InstanceDeletionPending",
+    "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+)
+IN_PROGRESS = ("True", "InstanceDeletionInProgress", "CustomResource deletion is in progress")
+COMPLETED = ("False", "InstanceDeletionCompleted", "removed all instances")
+NEVER_ESTABLISHED = ("False", "NeverEstablished", "resource was never established")
+CHECK = (
+    "True",
+    "InstanceDeletionCheck",
+    "could not confirm zero CustomResources remaining: timed out waiting for the condition",
+)
+
+
+def _terminating(crd: dict[str, Any]) -> tuple[str, str, str] | None:
+    found = crdconditions.find(crd, "Terminating")
+    return None if found is None else (found["status"], found["reason"], found["message"])
+
+
+def _reports(server: _Server) -> list[tuple[str, str, str]]:
+    """Every change of the CRD's Terminating condition the registry stores, in order."""
+    seen: list[tuple[str, str, str]] = []
+
+    def note(obj: dict[str, Any], _deleted: bool) -> bool:
+        now = _terminating(obj)
+        if now is not None and (not seen or seen[-1] != now):
+            seen.append(now)
+        return False
+
+    server.when("customresourcedefinitions", note)
+    return seen
+
+
+async def test_the_terminating_condition_reports_each_step(
+    meddled: tuple[_Server, RacedDeletes],
+) -> None:
+    """Pending on the first delete, in progress while objects go, completed before the CRD goes."""
+    server, _ = meddled
+    await _install_with_objects(server)
+    reports = _reports(server)
+    marked, _ = await server.registry.delete(server.crd_record(), "", CRD_NAME, deletion.DeleteOptions())
+    assert _terminating(marked) == PENDING
+    await server.run_until(server.crd_gone)
+    assert reports == [PENDING, IN_PROGRESS, COMPLETED]
+
+
+async def test_objects_held_past_a_minute_are_reported_then_the_deletion_resumes(
+    meddled: tuple[_Server, RacedDeletes],
+) -> None:
+    """An object held by its finalizer for a minute after the deletes turns the condition to
+    InstanceDeletionCheck; the next pass says in progress again, and the deletion completes once
+    the object is released."""
+    server, _ = meddled
+    await _install_with_objects(server)
+    gizmos = server.gizmos()
+
+    def hold(obj: dict[str, Any]) -> dict[str, Any]:
+        return {**obj, "metadata": {**obj["metadata"], "finalizers": ["unit.kplane.dev/hold"]}}
+
+    await server.registry.update(gizmos, "default", "g0", hold)
+    reports = _reports(server)
+    checked = server.when("customresourcedefinitions", lambda obj, _gone: _terminating(obj) == CHECK)
+    await server.registry.delete(server.crd_record(), "", CRD_NAME, deletion.DeleteOptions())
+    await server.run_until(checked)
+    assert server.clock.monotonic() >= crdfinalizer.CHECK_TIMEOUT
+    resumed = server.when("customresourcedefinitions", lambda obj, _gone: _terminating(obj) == IN_PROGRESS)
+    await server.run_until(resumed)
+
+    def release(obj: dict[str, Any]) -> dict[str, Any]:
+        return {**obj, "metadata": {**obj["metadata"], "finalizers": []}}
+
+    await server.registry.update(gizmos, "default", "g0", release)
+    await server.run_until(server.crd_gone)
+    assert reports == [PENDING, IN_PROGRESS, CHECK, IN_PROGRESS, COMPLETED]
+
+
+async def test_failed_deletes_are_reported_and_retried() -> None:
+    """Deletes refused by admission are reported once, as upstream aggregates them, and retried;
+    the deletion completes once they are allowed."""
+    refusing = True
+
+    def refuse(attrs: admitting.Attributes) -> None:
+        if refusing and attrs.operation == "DELETE" and attrs.record.plural == "gizmos":
+            raise errors.Forbidden("deleting gizmos is not allowed today")
+
+    storage = memory.MemoryStorage()
+    server = _Server(storage, admitting.Admission(validate=refuse))
+    await server.controller.start()
+    try:
+        await _install_with_objects(server)
+        prefix = server.gizmos().key_prefix
+        reports = _reports(server)
+        failed = (
+            "True",
+            "InstanceDeletionFailed",
+            "could not issue all deletes: deleting gizmos is not allowed today",
+        )
+        reported = server.when("customresourcedefinitions", lambda obj, _gone: _terminating(obj) == failed)
+        await server.registry.delete(server.crd_record(), "", CRD_NAME, deletion.DeleteOptions())
+        await server.run_until(reported)
+        refusing = False
+        await server.run_until(server.crd_gone)
+        assert reports[:3] == [PENDING, IN_PROGRESS, failed]
+        assert reports[-2:] == [IN_PROGRESS, COMPLETED]
+        assert (await storage.list(prefix)).items == []
+    finally:
+        await server.controller.close()
+        await storage.close()
+
+
+async def test_a_crd_deleted_before_it_was_established_deletes_no_instances(
+    meddled: tuple[_Server, RacedDeletes],
+) -> None:
+    """Without Established the finalizer only reports NeverEstablished and lets the CRD go."""
+    server, _ = meddled
+    reports = _reports(server)
+    await server.registry.create(server.crd_record(), "", _crd())
+    await server.registry.delete(server.crd_record(), "", CRD_NAME, deletion.DeleteOptions())
+    await server.run_until(server.crd_gone)
+    assert not server.crd_established.is_set()
+    assert reports == [PENDING, IN_PROGRESS, NEVER_ESTABLISHED]
