@@ -461,6 +461,11 @@ PENDING_MESSAGE = "CustomResourceDefinition marked for deletion; CustomResource 
 IN_PROGRESS_MESSAGE = "CustomResource deletion is in progress"
 
 
+def _terminating(crd: dict[str, Any]) -> list[tuple[str, str, str]]:
+    found = [c for c in crd["status"].get("conditions") or [] if c["type"] == "Terminating"]
+    return [(c["status"], c["reason"], c["message"]) for c in found]
+
+
 @requires_kubectl
 def test_crd_deletion_reports_its_progress_on_the_terminating_condition(
     server: Server, api: Kube, k8s: k8s_client.ApiClient, ns: str
@@ -472,11 +477,12 @@ def test_crd_deletion_reports_its_progress_on_the_terminating_condition(
     path = f"/apis/{GROUP}/v1/namespaces/{ns}/thingamajigs"
     held = {"name": "held", "finalizers": ["e2e.kplane.dev/hold"]}
     api.ok("POST", path, {"apiVersion": f"{GROUP}/v1", "kind": "Thingamajig", "metadata": held})
+    # A dry run answers what the first delete would store, and stores nothing.
+    rehearsed = api.ok("DELETE", f"{CRD_PATH}/{name}", query={"dryRun": "All"})
+    assert _terminating(rehearsed) == [("True", "InstanceDeletionPending", PENDING_MESSAGE)]
+    assert _terminating(api.ok("GET", f"{CRD_PATH}/{name}")) == []
     marked = api.ok("DELETE", f"{CRD_PATH}/{name}")
-    terminating = [c for c in marked["status"]["conditions"] if c["type"] == "Terminating"]
-    assert [(c["status"], c["reason"], c["message"]) for c in terminating] == [
-        ("True", "InstanceDeletionPending", PENDING_MESSAGE)
-    ]
+    assert _terminating(marked) == [("True", "InstanceDeletionPending", PENDING_MESSAGE)]
     server.kubectl("wait", f"crd/{name}", "--for=condition=Terminating", "--timeout=30s")
     jsonpath = '{.status.conditions[?(@.type=="Terminating")].reason}'
     poll(

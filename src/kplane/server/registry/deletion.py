@@ -108,7 +108,10 @@ async def delete(
         if graceful:
             if opts.dry_run:
                 marked = copy.deepcopy(current)
-                marked["metadata"].setdefault("deletionTimestamp", rfc3339(reg.clock))
+                if not marked["metadata"].get("deletionTimestamp"):
+                    # what the first delete would store (upstream's dry run runs the same update)
+                    marked["metadata"]["deletionTimestamp"] = rfc3339(reg.clock)
+                    strat.mark_deleting(marked)
                 if finalizers:
                     marked["metadata"]["finalizers"] = finalizers
                 _add_finalizers(marked["metadata"], added)

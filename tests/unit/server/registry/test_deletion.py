@@ -7,6 +7,7 @@ from __future__ import annotations
 from kplane._util import clock
 from kplane.api.builtin import builtin_catalog
 from kplane.server.registry import deletion, store
+from kplane.server.storage import memory
 
 from .racing import RacedDeletes
 
@@ -24,3 +25,19 @@ async def test_a_delete_outlasts_many_racing_writers() -> None:
     assert deleted_now and storage.touches == 0
     assert last["metadata"]["annotations"] == {"touched": str(RACES)}  # the last racing write's state
     assert not (await registry.list_current(record))
+
+
+async def test_a_dry_run_answers_what_the_first_delete_would_store() -> None:
+    """A dry-run delete of a namespace answers it Terminating, as the first delete stores it (upstream's
+    namespace REST runs the same update in a dry run), and leaves the stored namespace alone."""
+    registry = store.Registry(memory.MemoryStorage(), clock.FakeClock())
+    record = builtin_catalog().lookup("", "v1", "namespaces")
+    assert record is not None
+    await registry.create(record, "", {"metadata": {"name": "n"}})
+    rehearsed, deleted_now = await registry.delete(record, "", "n", deletion.DeleteOptions(dry_run=True))
+    assert not deleted_now
+    assert rehearsed["metadata"]["deletionTimestamp"] and rehearsed["status"]["phase"] == "Terminating"
+    stored = await registry.get(record, "", "n")
+    assert "deletionTimestamp" not in stored["metadata"] and stored["status"]["phase"] == "Active"
+    marked, _ = await registry.delete(record, "", "n", deletion.DeleteOptions())
+    assert marked["status"]["phase"] == "Terminating"
