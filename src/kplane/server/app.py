@@ -328,6 +328,8 @@ class APIServer:
             nonres.issuer_discovery = oidc.Discovery(cfg.service_account_issuer, sa_key)
         handler = installer.APIHandler(
             catalog=self.catalog,
+            authorizer=authorizer,
+            rules_for=authz.all_rules if cfg.authorization_mode == "AlwaysAllow" else self.rbac.rules_for,
             registry=self.registry,
             clock=cfg.clock,
             nonresource=nonres,
@@ -346,7 +348,6 @@ class APIServer:
                 handler,
                 extra=cfg.filters,
                 authorizer=authorizer,
-                rules_for=authz.all_rules if cfg.authorization_mode == "AlwaysAllow" else self.rbac.rules_for,
                 clock=cfg.clock,
                 audit=self._audit(),
                 record_writer=cfg.object_history,

@@ -34,6 +34,15 @@ def test_the_limit_itself_is_accepted() -> None:
     assert jsonbody.too_deep(value, jsonbody.MAX_DEPTH - 1) == "{"
 
 
+def test_the_shortest_too_deep_body_is_refused() -> None:
+    """The shortest body past the limit (``[]`` nested MAX_DEPTH + 1 deep, no whitespace) is
+    still scanned: shorter bodies skip the depth check."""
+    body = b"[" * (jsonbody.MAX_DEPTH + 1) + b"]" * (jsonbody.MAX_DEPTH + 1)
+    with pytest.raises(jsonbody.TooDeep):
+        jsonbody.loads(body)
+    assert jsonbody.loads(body[1:-1]) is not None
+
+
 def test_brackets_inside_strings_do_not_count() -> None:
     """A string full of brackets is not nesting."""
     body = json.dumps({"a": "{[" * 5000}).encode()

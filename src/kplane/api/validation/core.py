@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Collection
 
 from kplane.api import errors
 from kplane.api.validation import podspec
-from kplane.api.validation.field import Errs, Object, config_key, d, dl, quantity
+from kplane.api.validation.field import Errs, Object, config_key, d, dl, quantity, valid_config_key
 
 _MAX_DATA = 1024 * 1024
 
@@ -87,12 +88,12 @@ def config_map(obj: Object, old: Object | None) -> Errs:
     data, binary = obj.get("data"), obj.get("binaryData")
     data = data if type(data) is dict else {}  # d(), inline: every ConfigMap write passes here
     binary = binary if type(binary) is dict else {}
-    total = 0
-    for key, value in data.items():
-        errs.extend(config_key(key, "data"))
-        if key in binary:
-            errs.append(errors.invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
-        total += len(value.encode()) if isinstance(value, str) else 0
+    if binary or not all(map(valid_config_key, data)):
+        for key in data:
+            errs.extend(config_key(key, "data"))
+            if key in binary:
+                errs.append(errors.invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
+    total = _utf8_len(data.values())
     for key, value in binary.items():
         errs.extend(config_key(key, "binaryData"))
         total += _decoded_len(value)
@@ -140,6 +141,17 @@ def secret(obj: Object, old: Object | None) -> Errs:
             errs.append(errors.invalid("type", kind, "field is immutable"))
         errs.extend(_immutable_data(obj, old, ("data",)))
     return errs
+
+
+def _utf8_len(values: Collection[object]) -> int:
+    """The UTF-8 size of the strings among ``values`` (others count 0); ASCII text is counted
+    without encoding it."""
+    try:
+        if all(map(str.isascii, values)):  # type: ignore[arg-type]
+            return sum(map(len, values))  # type: ignore[arg-type]
+    except TypeError:  # not all strings (possible only with schema validation off)
+        pass
+    return sum(len(v.encode()) for v in values if isinstance(v, str))
 
 
 def _decoded_len(value: object) -> int:

@@ -22,6 +22,8 @@ _PORT_LETTER = re.compile(".*[a-z].*")
 _CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
 _CONFIG_KEY_RE = re.compile(_CONFIG_KEY_FMT)
 _VALID_CONFIG_KEY = re.compile(r"(?!\.\.)(?!\.\Z)[-._a-zA-Z0-9]{1,253}")  # every rule below at once
+valid_config_key = _VALID_CONFIG_KEY.fullmatch
+"""A match (truthy) when a key passes ``config_key`` without errors."""
 _CONFIG_KEY_MSG = (
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or "
     f"'KEY_NAME',  or 'key-name', regex used for validation is '{_CONFIG_KEY_FMT}')"

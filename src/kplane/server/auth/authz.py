@@ -159,9 +159,5 @@ def all_rules(user: UserInfo, namespace: str) -> tuple[list[Mapping[str, Any]], 
     ], []
 
 
-AUTHORIZER_KEY: web.RequestKey[Authorizer] = web.RequestKey("authorizer", object)  # type: ignore[arg-type]
-"""Where the authorization filter leaves the server's ``Authorizer`` for handlers (access reviews)."""
 DECISION_KEY: web.RequestKey[Decision] = web.RequestKey("authorization_decision", Decision)
 """The authorizer's decision on the request (for the audit log's annotations)."""
-RULES_KEY: web.RequestKey[RulesFor] = web.RequestKey("rules_for", object)  # type: ignore[arg-type]
-"""Where the authorization filter leaves the server's ``RulesFor`` (SelfSubjectRulesReview)."""

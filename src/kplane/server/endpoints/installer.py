@@ -17,7 +17,7 @@ from aiohttp import web
 from kplane._util.clock import Clock
 from kplane.api import errors
 from kplane.api.catalog import Catalog, ResourceRecord
-from kplane.server.auth import serviceaccounts
+from kplane.server.auth import authz, serviceaccounts
 from kplane.server.endpoints import (
     componentstatus,
     crud,
@@ -53,7 +53,6 @@ _MAIN: dict[str, Handler] = {
 _STATUS: dict[str, Handler] = {"get": crud.get, "update": crud.update, "patch": crud.patch}
 _SCALE: dict[str, Handler] = {"get": scale.get, "update": scale.write, "patch": scale.write}
 _BINDING: dict[str, Handler] = {"create": podactions.bind}
-_REVIEW: dict[str, Handler] = {"create": reviews.create}
 _REVIEW_GROUPS = frozenset({"authorization.k8s.io", "authentication.k8s.io"})
 _COMPONENTSTATUS: dict[str, Handler] = {"get": componentstatus.get, "list": componentstatus.list_}
 _POD_CONNECT: dict[str, Handler] = {"get": podactions.pod_connect, "create": podactions.pod_connect}
@@ -97,14 +96,26 @@ class APIHandler:
     token_review: tokenreview.Review | None = None
     pod_logs: Path | None = None
     resource_metrics: resourcemetrics.UsageStore | None = None
+    authorizer: authz.Authorizer = authz.always_allow
+    """Answers the access reviews (the server's authorizer)."""
+    rules_for: authz.RulesFor = authz.all_rules
+    """Answers ``SelfSubjectRulesReview`` (the server's rule resolver)."""
     protobuf_memo: encoded.ProtobufMemo = field(default_factory=encoded.ProtobufMemo)
     _method_not_allowed: errors.MethodNotAllowed = field(default_factory=errors.method_not_allowed)
     _json_lists: encoded.JsonLists = field(default_factory=encoded.JsonLists)
+    _reviews: dict[str, Handler] = field(init=False)
 
-    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+    def __post_init__(self) -> None:
+        review = functools.partial(reviews.create, authorizer=self.authorizer, rules_for=self.rules_for)
+        self._reviews = {"create": review}
+
+    def __call__(self, request: web.BaseRequest) -> Awaitable[web.StreamResponse]:
+        """The answer to ``request``, as an awaitable: routing is synchronous, so its errors are
+        raised by the call itself (inside the caller's await) and the handler's own coroutine is
+        the only frame a request adds here."""
         info = request[requestinfo.INFO_KEY]
         if not info.is_resource:
-            return await self.nonresource.serve(request, info)
+            return self.nonresource.serve(request, info)
         record = self.catalog.lookup(info.group, info.version, info.resource)
         if record is None:
             raise errors.resource_not_found()
@@ -126,7 +137,7 @@ class APIHandler:
             protobuf_memo=self.protobuf_memo,
             json_lists=self._json_lists,
         )
-        return await handler(scope)
+        return handler(scope)
 
     def _handler(self, record: ResourceRecord, info: requestinfo.RequestInfo) -> Handler:
         if info.namespace and not record.namespaced:
@@ -165,7 +176,7 @@ class APIHandler:
             if sub:
                 raise errors.resource_not_found()
         elif record.group in _REVIEW_GROUPS:
-            table = _REVIEW
+            table = self._reviews
             if sub:
                 raise errors.resource_not_found()
         elif not sub:

@@ -32,7 +32,11 @@ _AUTHORIZATION = "authorization.k8s.io"
 _AUTHENTICATION = "authentication.k8s.io"
 
 
-async def create(scope: Scope) -> web.StreamResponse:
+async def create(
+    scope: Scope, *, authorizer: authz.Authorizer, rules_for: authz.RulesFor
+) -> web.StreamResponse:
+    """Answer a review with ``authorizer``'s decision or, for ``SelfSubjectRulesReview``, the
+    rules ``rules_for`` resolves (both the server's, given when the handler table is built)."""
     kind = scope.record.kind
     content_type = scope.request.headers.get("Content-Type")
     body = negotiation.decode_object(await scope.body(), content_type, kind=kind)
@@ -53,9 +57,9 @@ async def create(scope: Scope) -> web.StreamResponse:
         obj.pop("spec")
         obj["status"] = {"userInfo": authn.user_info(user)}
     elif kind == "SelfSubjectRulesReview":
-        obj["status"] = _rules_review(scope, user, obj["spec"])
+        obj["status"] = _rules_review(rules_for, user, obj["spec"])
     else:
-        obj["status"] = _access_review(scope, kind, user, obj)
+        obj["status"] = _access_review(scope, authorizer, kind, user, obj)
     return scope.respond_plain(obj, 201)
 
 
@@ -78,7 +82,9 @@ def _spec_user(spec: Mapping[str, Any]) -> authn.UserInfo:
     )
 
 
-def _access_review(scope: Scope, kind: str, user: authn.UserInfo, obj: Object) -> Object:
+def _access_review(
+    scope: Scope, authorizer: authz.Authorizer, kind: str, user: authn.UserInfo, obj: Object
+) -> Object:
     spec = obj["spec"]
     res, nonres = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
     errs: list[errors.FieldError] = []
@@ -135,8 +141,7 @@ def _access_review(scope: Scope, kind: str, user: authn.UserInfo, obj: Object) -
         attributes = authz.Attributes(
             user, str(na.get("verb") or ""), resource_request=False, path=str(na.get("path") or "")
         )
-    authorizer = scope.request.get(authz.AUTHORIZER_KEY)
-    decision = authorizer(attributes) if authorizer is not None else authz.Decision(authz.Verdict.NO_OPINION)
+    decision = authorizer(attributes)
     status: Object = {"allowed": decision.allowed}
     if decision.verdict is authz.Verdict.DENY:
         status["denied"] = True
@@ -145,30 +150,27 @@ def _access_review(scope: Scope, kind: str, user: authn.UserInfo, obj: Object) -
     return status
 
 
-def _rules_review(scope: Scope, user: authn.UserInfo, spec: Object) -> Object:
+def _rules_review(rules_for: authz.RulesFor, user: authn.UserInfo, spec: Object) -> Object:
     namespace = spec.get("namespace")
     if not isinstance(namespace, str) or not namespace:
         raise errors.BadRequest("no namespace on request")
-    resolve = scope.request.get(authz.RULES_KEY)
     resource_rules: list[Object] = []
     non_resource_rules: list[Object] = []
     # As upstream, the system:masters authorizer resolves no rules: masters see what their
     # bindings (cluster-admin's) grant.
-    evaluation_errors: list[str] = []
-    if resolve is not None:
-        rules, evaluation_errors = resolve(user, namespace)
-        for rule in rules:
-            verbs = list(_strings(rule.get("verbs")))
-            if rule.get("resources"):
-                out: Object = {"verbs": verbs}
-                for key in ("apiGroups", "resources", "resourceNames"):
-                    if rule.get(key):
-                        out[key] = list(_strings(rule.get(key)))
-                resource_rules.append(out)
-            if rule.get("nonResourceURLs"):
-                non_resource_rules.append(
-                    {"verbs": verbs, "nonResourceURLs": list(_strings(rule["nonResourceURLs"]))}
-                )
+    rules, evaluation_errors = rules_for(user, namespace)
+    for rule in rules:
+        verbs = list(_strings(rule.get("verbs")))
+        if rule.get("resources"):
+            out: Object = {"verbs": verbs}
+            for key in ("apiGroups", "resources", "resourceNames"):
+                if rule.get(key):
+                    out[key] = list(_strings(rule.get(key)))
+            resource_rules.append(out)
+        if rule.get("nonResourceURLs"):
+            non_resource_rules.append(
+                {"verbs": verbs, "nonResourceURLs": list(_strings(rule["nonResourceURLs"]))}
+            )
     status: Object = {
         "resourceRules": resource_rules,
         "nonResourceRules": non_resource_rules,

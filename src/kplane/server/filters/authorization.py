@@ -51,12 +51,10 @@ def _name_from_field_selector(selector: str) -> str:
     return ""
 
 
-def authorization(
-    authorizer: authz.Authorizer, rules_for: authz.RulesFor = authz.all_rules, *, record_writer: bool = True
-) -> Gate:
-    """Refuse what ``authorizer`` does not allow; leave it and ``rules_for`` on the request for
-    the review APIs. The handler runs with ``storage.WRITER`` set to the user, whom a store that
-    keeps history records with each write (unless not ``record_writer``: to measure what it costs).
+def authorization(authorizer: authz.Authorizer, *, record_writer: bool = True) -> Gate:
+    """Refuse what ``authorizer`` does not allow; leave its decision on the request for the audit
+    log. The handler runs with ``storage.WRITER`` set to the user, whom a store that keeps history
+    records with each write (unless not ``record_writer``: to measure what it costs).
 
     ``WRITER`` is set and not reset: aiohttp runs each request in a task of its own, whose context
     is a copy, so the value is that request's alone."""
@@ -68,8 +66,6 @@ def authorization(
         request[authz.DECISION_KEY] = decision
         if not decision.allowed:
             raise authz.forbidden(attributes, decision.reason)
-        request[authz.AUTHORIZER_KEY] = authorizer
-        request[authz.RULES_KEY] = rules_for
         if record_writer:
             storage.WRITER.set(user.name)
 

@@ -30,8 +30,9 @@ _VERBS = {
 _CONNECT = frozenset({"attach", "exec", "portforward", "proxy"})
 _READ_ONLY = frozenset({"get", "list", "watch"})
 _APPLY = "application/apply-patch+yaml"
-_MEMO: dict[tuple[object, ...], tuple[str, ...]] = {}
+_MEMO: dict[tuple[int, bool, str], tuple[requestinfo.RequestInfo, tuple[str, ...]]] = {}
 _MEMO_LIMIT = 4096  # request paths are client-chosen: bound the memo
+_MEMO_DRY_RUN_CHARS = 64
 
 
 def _labels(request: web.BaseRequest, info: requestinfo.RequestInfo) -> tuple[str, ...]:
@@ -43,42 +44,37 @@ def _labels(request: web.BaseRequest, info: requestinfo.RequestInfo) -> tuple[st
     if "dryRun" in request.query_string:
         dry_run = ",".join(sorted(set(request.query.getall("dryRun", ()))))
     apply = info.verb == "patch" and request.headers.get("Content-Type", "").startswith(_APPLY)
-    key = (
-        info.verb,
+    # Requests to one path share their RequestInfo (the request-info filter's memo), so its
+    # identity keys the memo; the entry holds the info, so its id is not reused meanwhile.
+    key = (id(info), apply, dry_run)
+    entry = _MEMO.get(key)
+    if entry is not None and entry[0] is info:
+        return entry[1]
+    verb = _VERBS.get(info.verb, info.verb.upper())
+    if info.subresource in _CONNECT:
+        verb = "CONNECT"
+    elif apply:
+        verb = "APPLY"
+    if info.name or info.verb == "create":
+        scope = "resource"
+    elif info.namespace:
+        scope = "namespace"
+    else:
+        scope = "cluster"
+    labels = (
+        verb,
+        dry_run,
         info.group,
         info.version,
         info.resource,
         info.subresource,
-        bool(info.name),
-        bool(info.namespace),
-        apply,
-        dry_run,
+        scope,
+        "apiserver",
     )
-    labels = _MEMO.get(key)
-    if labels is None:
-        verb = _VERBS.get(info.verb, info.verb.upper())
-        if info.subresource in _CONNECT:
-            verb = "CONNECT"
-        elif apply:
-            verb = "APPLY"
-        if info.name or info.verb == "create":
-            scope = "resource"
-        elif info.namespace:
-            scope = "namespace"
-        else:
-            scope = "cluster"
-        labels = (
-            verb,
-            dry_run,
-            info.group,
-            info.version,
-            info.resource,
-            info.subresource,
-            scope,
-            "apiserver",
-        )
-        if len(_MEMO) < _MEMO_LIMIT:
-            _MEMO[key] = labels
+    if len(dry_run) <= _MEMO_DRY_RUN_CHARS:  # client-chosen: a long one is not kept
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        _MEMO[key] = (info, labels)
     return labels
 
 

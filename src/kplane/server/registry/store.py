@@ -38,6 +38,10 @@ from kplane.server.registry.objects import rfc3339, storage_error
 Object = dict[str, Any]
 
 MAX_GENERATE_ATTEMPTS = 8
+_SERVER_SET_ON_CREATE = frozenset(
+    {"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "uid", "creationTimestamp"}
+)
+"""Metadata a create ignores from the client (rest.BeforeCreate / FillObjectMetaSystemFields)."""
 
 
 WriteGuard = Callable[[ResourceRecord, Object, Object | None, Requester | None], Awaitable[None] | None]
@@ -173,14 +177,8 @@ class Registry:
         generate = not meta.get("name") and bool(meta.get("generateName"))
         if generate:
             meta["name"] = objectmeta.generate_name(str(meta["generateName"]))
-        for key in (
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "selfLink",
-            "uid",
-            "creationTimestamp",
-        ):
-            meta.pop(key, None)
+        for key in _SERVER_SET_ON_CREATE.intersection(meta):  # usually none: no loop at all
+            del meta[key]
         objectmeta.drop_empty(meta)
         opts = opts or WriteOptions()
         # As upstream's create handler: decode and default (the schema step), record the
@@ -193,8 +191,9 @@ class Registry:
         drop_status = record.has_status and not strat.keep_status_on_create
         if drop_status:
             schema_errs = [e for e in schema_errs if e.field.split(".", 1)[0] != "status"]
+        now = rfc3339(self.clock)
         if not schema_errs:
-            obj = self.schema.managed(record, None, obj, opts, rfc3339(self.clock))
+            obj = self.schema.managed(record, None, obj, opts, now)
         attrs = admitting.Attributes(
             "CREATE",
             record,
@@ -209,6 +208,7 @@ class Registry:
         admitted = self.admission.mutate(attrs)
         if admitted is not None:
             await admitted
+            now = ""  # time passed (webhooks): the creation time is read again below
         if attrs.reinvocation is not None and attrs.reinvocation.requested:
             # A webhook changed the object: pruned, defaulted and checked again, as upstream decodes
             # and validates after admission (its output is not held to fieldValidation).
@@ -228,7 +228,7 @@ class Registry:
             attrs.obj = obj
         meta = obj["metadata"]
         meta["uid"] = objectmeta.new_uid()  # before the strategy, which may use it (Job selectors)
-        meta["creationTimestamp"] = rfc3339(self.clock)
+        meta["creationTimestamp"] = now or rfc3339(self.clock)
         if record.tracks_generation:
             meta["generation"] = 1
         else:

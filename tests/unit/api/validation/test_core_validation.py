@@ -79,6 +79,16 @@ def secret(**kw: Any) -> Obj:
             [("FieldValueTooLong", "[]", f"Too long: may not be more than {MIB} bytes")],
             id="too-big",
         ),
+        pytest.param(
+            cm(data={"a": "\u00e9" * (MIB // 2) + "x"}),  # fewer characters than the limit, more bytes
+            [("FieldValueTooLong", "[]", f"Too long: may not be more than {MIB} bytes")],
+            id="too-big-in-utf8",
+        ),
+        pytest.param(
+            cm(data={"a": "\u00e9" * (MIB // 4)}, binaryData={"b": "AAAA" * (MIB // 6 + 2)}),
+            [("FieldValueTooLong", "[]", f"Too long: may not be more than {MIB} bytes")],
+            id="too-big-with-binary",
+        ),
     ],
 )
 def test_invalid_config_map(obj: Obj, want: list[Cause]) -> None:
