@@ -90,3 +90,31 @@ async def test_create_or_update_results(server: e2e.Server) -> None:
     finally:
         await manager.cache.stop()
         await manager.api.close()
+
+
+async def test_cached_reads_end_with_the_cache(server: e2e.Server) -> None:
+    """Reads of a synced resource are served from its informer until the cache stops; after
+    that a read is refused, as the informer factory refuses it, not answered from stale memory."""
+    from kplane.informers import informer as informer_mod
+
+    manager = rs.new_manager(server)
+    try:
+        ns = f"c-{uuid.uuid4().hex[:6]}"
+        await manager.api.dynamic.resource("namespaces").create({"metadata": {"name": ns}})
+        await manager.api.dynamic.resource(CONFIGMAPS, ns).create(_cm(ns, a="1"))
+        await manager.cache.informer(CONFIGMAPS)
+        await manager.cache.start()  # as a running manager's cache
+
+        async def cached() -> None:
+            assert (await manager.client.get(CONFIGMAPS, "cfg", ns))["data"] == {"a": "1"}
+
+        await rs.eventually(cached)
+        first = await manager.client.get(CONFIGMAPS, "cfg", ns)
+        first["data"]["a"] = "changed"  # a deep copy: the cache keeps its own
+        assert (await manager.client.get(CONFIGMAPS, "cfg", ns))["data"] == {"a": "1"}
+        await manager.cache.stop()
+        with pytest.raises(informer_mod.InformerStateError, match="shut down"):
+            await manager.client.get(CONFIGMAPS, "cfg", ns)
+    finally:
+        await manager.cache.stop()
+        await manager.api.close()

@@ -248,14 +248,13 @@ class SharedIndexInformer(Generic[O]):
             self._last_rv = str(rv)
         if event_type is watch_mod.EventType.BOOKMARK:
             return
-        key = self.store.key(obj)
-        before = self.store.get_by_key(key)
         if event_type is watch_mod.EventType.DELETED:
-            if before is not None:
+            key = self.store.key(obj)
+            if self.store.get_by_key(key) is not None:
                 self.store.delete_key(key)
                 self._notify(handlers_mod.DELETE, obj)
             return
-        self.store.add(obj)
+        before = self.store.put(obj)
         if before is None:
             self._notify(handlers_mod.ADD, obj, False)
         else:

@@ -61,6 +61,13 @@ def meta_namespace_key(obj: Any) -> str:
 
     A plain string is taken to be a key already, as client-go does for explicit keys.
     """
+    if type(obj) is dict:  # decoded JSON: read its metadata once
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            name, namespace = meta.get("name"), meta.get("namespace")
+            if not name:
+                raise ValueError("object has no metadata.name")
+            return f"{namespace}/{name}" if namespace else str(name)
     if isinstance(obj, str):
         return obj
     name = object_meta(obj, "name")
@@ -100,6 +107,7 @@ class Store(Generic[O]):
     ) -> None:
         self._lock = threading.Lock()
         self._key_func = key_func
+        self._ns_keyed = key_func is meta_namespace_key
         self._items: dict[str, O] = {}
         self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: namespace_index_func}
         self._indices: dict[str, dict[str, set[str]]] = {NAMESPACE_INDEX: {}}
@@ -115,13 +123,19 @@ class Store(Generic[O]):
 
     def add(self, obj: O) -> None:
         """Insert ``obj``, or replace the object with the same key (same as ``update``)."""
+        self.put(obj)
+
+    update = add
+
+    def put(self, obj: O) -> O | None:
+        """``add``, returning the object ``obj`` replaced (``None`` if its key was new): an
+        informer's read-then-write of one event in one step."""
         key = self._key_func(obj)
         with self._lock:
             old = self._items.get(key)
             self._items[key] = obj
             self._reindex(key, old, obj)
-
-    update = add
+            return old
 
     def delete(self, obj: O) -> None:
         """Remove the object with ``obj``'s key and its index entries; a no-op if absent."""
@@ -238,6 +252,8 @@ class Store(Generic[O]):
 
     def _reindex(self, key: str, old: O | None, new: O | None) -> None:
         for name, fn in self._indexers.items():
+            if fn is namespace_index_func and self._ns_keyed and old is not None and new is not None:
+                continue  # the namespace is part of the default key: a replacement keeps it
             old_values = fn(old) if old is not None else []
             new_values = fn(new) if new is not None else []
             if old_values == new_values:

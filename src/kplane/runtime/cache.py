@@ -42,6 +42,7 @@ class Cache:
         self._factory = factory_mod.SharedInformerFactory(client, options, clock=clock)
         self._client = client
         self._informers: dict[dynamic.Resource, informer_mod.SharedIndexInformer[Any]] = {}
+        self._synced: dict[dynamic.Resource, Any] = {}  # lister of each synced informer, by Resource
         self._started = False
         self._sync_timeout = sync_timeout
 
@@ -82,6 +83,7 @@ class Cache:
         ]
 
     async def stop(self) -> None:
+        self._synced.clear()  # a read after stop goes to the factory again, which refuses it
         await self._factory.shutdown()
 
     async def get(
@@ -107,12 +109,21 @@ class Cache:
         return [_copy(o) for o in objs] if deep_copy else objs
 
     async def _synced_lister(self, ref: dynamic.ResourceRef) -> Any:
+        # A resolved Resource whose informer has synced maps straight to its lister: the factory's
+        # lookup (resolution, lock, start check) is then done once, not on every read of a reconcile.
+        # Names go through the REST mapper every time, since what they resolve to may change.
+        lister = self._synced.get(ref) if isinstance(ref, dynamic.Resource) else None
+        if lister is not None:
+            return lister
         inf = await self.informer(ref)
         if not inf.has_synced():
             self._factory.start()  # starts only the informers not yet running
             async with asyncio.timeout(self._sync_timeout):
                 await inf.wait_for_sync()
-        return inf.lister()
+        lister = inf.lister()
+        if isinstance(ref, dynamic.Resource):
+            self._synced[ref] = lister
+        return lister
 
 
 def _copy(obj: Object) -> Object:

@@ -76,6 +76,26 @@ def test_add_get_update_delete() -> None:
     assert s.list() == []
 
 
+def test_put_returns_the_replaced_object() -> None:
+    """put is add that hands back what it replaced (None for a new key); the namespace index
+    keeps one entry per object across replacements."""
+    s: store.Store[dict[str, Any]] = store.Store()
+    first, second = _pod("a", "ns1"), _pod("a", "ns1", app="x")
+    assert s.put(first) is None
+    assert s.put(second) is first
+    assert s.get_by_key("ns1/a") is second
+    assert s.index_keys(store.NAMESPACE_INDEX, "ns1") == ["ns1/a"]
+    s.delete(second)
+    assert s.list_index_values(store.NAMESPACE_INDEX) == []
+
+
+def test_key_errors_match_for_dicts_and_typed_objects() -> None:
+    """An object without a name has no key, whatever its shape; an empty name counts as none."""
+    for obj in ({"metadata": {"namespace": "ns"}}, {"metadata": {"name": ""}}, {"kind": "Pod"}):
+        with pytest.raises(ValueError, match=r"no metadata\.name"):
+            store.meta_namespace_key(obj)
+
+
 def test_namespace_index_is_built_in() -> None:
     """by_index("namespace", ns) returns exactly that namespace's objects."""
     s: store.Store[dict[str, Any]] = store.Store()
