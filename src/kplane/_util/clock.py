@@ -12,6 +12,7 @@ import datetime
 import heapq
 import itertools
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -41,6 +42,15 @@ class RealClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+
+def epoch_seconds(clock: Clock) -> Callable[[], float]:
+    """A function reading ``clock``'s wall time as seconds since the epoch: ``time.time`` itself
+    for the real clock (no Python frame, no datetime: the store stamps every commit with it)."""
+    if isinstance(clock, RealClock):
+        return time.time
+    now = clock.now
+    return lambda: now().timestamp()
 
 
 class FakeClock:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import re
 from collections.abc import Awaitable, Callable, Iterable
 
 from kplane.server.storage import interface
@@ -173,15 +174,15 @@ class QueueWatch:
 Listener = Callable[[interface.Event], None]
 
 
+RESOURCE_PREFIX = re.compile(r"/registry/[^/]*/[^/]*/").match
+"""Matches the resource prefix ``/registry/<group>/<resource>/`` at the start of a key (one C
+call: keys are cut on every write, several times)."""
+
+
 def bucket_of(key: str) -> str:
     """``/registry/<group>/<resource>/`` of a key below such a prefix, else "" (no routing)."""
-    if key.startswith("/registry/"):
-        group_end = key.find("/", 10)
-        if group_end > 0:
-            end = key.find("/", group_end + 1)
-            if end > 0:
-                return key[: end + 1]
-    return ""
+    found = RESOURCE_PREFIX(key)
+    return found.group() if found is not None else ""
 
 
 Route = tuple[tuple[tuple[bool, str, Listener], ...], tuple[tuple[bool, str], ...]]

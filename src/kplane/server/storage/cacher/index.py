@@ -14,16 +14,14 @@ import builtins
 from collections.abc import Iterable
 
 from kplane.server.storage import interface
+from kplane.server.storage.cacher.fanout import RESOURCE_PREFIX
 
 
 def resource_prefix(key: str) -> str:
     """The index bucket of ``key``: its first four ``/``-separated segments (``/registry/g/r/``)."""
-    if key.startswith("/registry/"):  # every key of the server: two searches, not four
-        group_end = key.find("/", 10)
-        if group_end > 0:
-            end = key.find("/", group_end + 1)
-            if end > 0:
-                return key[: end + 1]
+    found = RESOURCE_PREFIX(key)  # every key of the server
+    if found is not None:
+        return found.group()
     end = -1
     for _ in range(4):
         nxt = key.find("/", end + 1)

@@ -82,8 +82,7 @@ class SQLiteStorage:
         except BaseException:
             space.unlock(self._lock)
             raise
-        now = self._clock.now
-        stamp = (lambda: now().timestamp()) if record_writes else (lambda: 0.0)
+        stamp = clock_.epoch_seconds(self._clock) if record_writes else (lambda: 0.0)
         self._writer = writer.Writer(write_conn, self._deliver, stamp, path=path)
         try:
             self._writer.load()
