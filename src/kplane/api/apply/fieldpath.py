@@ -147,9 +147,13 @@ class FieldSet:
         return FieldSet(_union_children(self._root, other._root))
 
     def difference(self, other: FieldSet) -> FieldSet:
-        if not other._root or not self._root:
+        """``self`` without ``other``'s members; ``self`` itself when they share no top-level
+        element (nothing to remove), so a manager whose fields a write did not touch keeps its
+        set, and that set's encoding."""
+        root = self._root
+        if not other._root or not root or not any(k in root for k in other._root):
             return self
-        return FieldSet(_difference_children(self._root, other._root))
+        return FieldSet(_difference_children(root, other._root))
 
     def intersection(self, other: FieldSet) -> FieldSet:
         if not other._root or not self._root:

@@ -89,6 +89,18 @@ def test_set_algebra() -> None:
     assert parent.difference(parent).empty()
 
 
+def test_difference_with_nothing_shared_is_the_set_itself() -> None:
+    """Taking away fields under other top-level elements removes nothing: the answer is the
+    (immutable) set itself, so its encoding is not computed again."""
+    spec = FieldSet.of_paths(("f:spec", "f:value"), ("f:metadata", "f:labels", "f:a"))
+    status = FieldSet.of_paths(("f:status", "f:observed"))
+    assert spec.difference(status) is spec
+    assert spec.difference(FieldSet()) is spec
+    labels = FieldSet.of_paths(("f:metadata", "f:labels", "f:b"))
+    kept = spec.difference(labels)  # a shared top-level element: a new set, equal in content
+    assert kept == spec and list(kept.paths()) == list(spec.paths())
+
+
 def test_parsing_the_same_text_again_gives_the_same_set() -> None:
     """A fieldsV1 value parsed before is answered from the memo: the same (immutable) set, whose
     encoding is computed once; a differently spelled equal value is parsed on its own."""
