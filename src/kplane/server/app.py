@@ -588,11 +588,16 @@ def _request_factory(message: Any, payload: Any, protocol: Any, writer: Any, tas
     """Requests that accept bodies up to the API's 3 MiB limit (aiohttp's default is 1 MiB), with
     an empty set of audit annotations (admission records into it; the audit filter, when on,
     replaces it with the one it logs), so that reading it never raises and catches a KeyError."""
-    request = web.BaseRequest(
-        message, payload, protocol, writer, task, asyncio.get_running_loop(), client_max_size=MAX_BODY_BYTES
+    return web.BaseRequest(
+        message,
+        payload,
+        protocol,
+        writer,
+        task,
+        asyncio.get_running_loop(),
+        client_max_size=MAX_BODY_BYTES,
+        state={scope.AUDIT_ANNOTATIONS: {}},
     )
-    request[scope.AUDIT_ANNOTATIONS] = {}
-    return request
 
 
 class ListenError(OSError):

@@ -51,10 +51,13 @@ def _name_from_field_selector(selector: str) -> str:
     return ""
 
 
-def authorization(authorizer: authz.Authorizer, *, record_writer: bool = True) -> Gate:
+def authorization(
+    authorizer: authz.Authorizer, *, record_writer: bool = True, record_decision: bool = True
+) -> Gate:
     """Refuse what ``authorizer`` does not allow; leave its decision on the request for the audit
-    log. The handler runs with ``storage.WRITER`` set to the user, whom a store that keeps history
-    records with each write (unless not ``record_writer``: to measure what it costs).
+    log (unless not ``record_decision``: no audit log reads it). The handler runs with
+    ``storage.WRITER`` set to the user, whom a store that keeps history records with each write
+    (unless not ``record_writer``: to measure what it costs).
 
     ``WRITER`` is set and not reset: aiohttp runs each request in a task of its own, whose context
     is a copy, so the value is that request's alone."""
@@ -63,7 +66,8 @@ def authorization(authorizer: authz.Authorizer, *, record_writer: bool = True) -
         user = request[authn.USER_KEY]
         attributes = attributes_of(request, user)
         decision = authorizer(attributes)
-        request[authz.DECISION_KEY] = decision
+        if record_decision:
+            request[authz.DECISION_KEY] = decision
         if not decision.allowed:
             raise authz.forbidden(attributes, decision.reason)
         if record_writer:

@@ -58,7 +58,7 @@ def filters(
         *([audit] if audit is not None else []),
         impersonation(authorizer),
         *([priority_and_fairness(flow_control, sink)] if flow_control is not None else []),
-        authorization(authorizer, record_writer=record_writer),
+        authorization(authorizer, record_writer=record_writer, record_decision=audit is not None),
         *extra,
     ]
 

@@ -10,6 +10,8 @@ turns unknown fields into upstream's 400 strict decoding error, ``Warn`` (the de
 
 from __future__ import annotations
 
+import itertools
+import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -228,16 +230,17 @@ class _HasList(Exception):
 
 
 def _shape(value: dict[str, Any]) -> tuple[Any, ...]:
-    """``value``'s keys and its values' types, a nested object's shape in place of its type; one
-    call per object and no Python step per scalar (the type is finer than the null-or-not that
-    field ownership depends on, which only makes the key more specific). Raises ``_HasList`` at
-    the first list."""
-    types = tuple(map(type, value.values()))
+    """``value``'s keys, its values' types and its nested objects' shapes; one call per object and
+    no Python step per value (the type is finer than the null-or-not that field ownership depends
+    on, which only makes the key more specific). Raises ``_HasList`` at the first list."""
+    values = value.values()
+    types = tuple(map(type, values))
     if list in types:
         raise _HasList
     if dict not in types:
         return (tuple(value), types)
-    return (tuple(value), tuple([_shape(v) if type(v) is dict else type(v) for v in value.values()]))
+    nested = itertools.compress(values, map(operator.is_, types, itertools.repeat(dict)))
+    return (tuple(value), types, tuple(map(_shape, nested)))
 
 
 def _create_memo_key(

@@ -42,22 +42,16 @@ NAME_RULES["path"] = (re.compile(r"^[^/%]+$"), 0, "may not contain '/' or '%'")
 # ObjectMeta fields tagged ``omitempty`` that a client can send empty: upstream decodes every write
 # into the typed ObjectMeta (custom resources too, through schemaobjectmeta.Coerce), so an empty
 # map, list or string, or null, is simply not there when the object is stored and served.
-_OMIT_EMPTY = (
-    "labels",
-    "annotations",
-    "finalizers",
-    "ownerReferences",
-    "managedFields",
-    "generateName",
-    "selfLink",
+_OMIT_EMPTY = frozenset(
+    {"labels", "annotations", "finalizers", "ownerReferences", "managedFields", "generateName", "selfLink"}
 )
 _EMPTY: tuple[Any, ...] = (None, {}, [], "")
 
 
 def drop_empty(meta: dict[str, Any]) -> None:
     """Remove the ``omitempty`` fields of ``meta`` that are empty or null (in place)."""
-    for key in _OMIT_EMPTY:
-        if key in meta and meta[key] in _EMPTY:
+    for key in _OMIT_EMPTY.intersection(meta):  # the few present, not every candidate
+        if meta[key] in _EMPTY:
             del meta[key]
 
 

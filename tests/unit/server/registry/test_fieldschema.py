@@ -127,3 +127,27 @@ def test_carried_managed_fields_process_as_a_full_walk() -> None:
     assert carried_opts.warnings == walked_opts.warnings
     assert list(carried[0]["metadata"]) == list(old["metadata"])  # same keys, same order
     assert new["metadata"]["managedFields"] is old["metadata"]["managedFields"]  # input untouched
+
+
+def test_create_memo_tells_shapes_apart() -> None:
+    """Objects that differ only in a key, a null, or where an object nests share no memo entry:
+    each create, in one step, gets exactly the engine's managedFields."""
+    record = CATALOG.lookup("", "v1", "configmaps")
+    assert record is not None
+    step = SchemaStep()
+    opts = WriteOptions(field_manager="m")
+    now = "2026-01-01T00:00:00Z"
+    variants: list[dict[str, Any]] = [
+        {"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v"}},
+        {"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": None}},
+        {"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"j": "v"}},
+        {"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v", "j": "w"}},
+        {"metadata": {"name": "a", "labels": {"y": "1"}}, "data": {"k": "v"}},
+        {"metadata": {"name": "a", "annotations": {"x": "1"}}, "data": {"k": "v"}},
+        {"metadata": {"name": "a"}, "data": {"k": "v"}, "binaryData": {"x": "AA=="}},
+        {"metadata": {"name": "a"}, "binaryData": {"k": "AA=="}, "data": {"x": "v"}},
+    ]
+    for variant in variants:
+        obj = {"apiVersion": "v1", "kind": "ConfigMap", **variant}
+        got = step.managed(record, None, copy.deepcopy(obj), opts, now)
+        assert got == _engine(step, "", "configmaps", copy.deepcopy(obj), now), variant
