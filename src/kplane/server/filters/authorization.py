@@ -43,6 +43,30 @@ def attributes_of(request: web.BaseRequest, user: authn.UserInfo) -> authz.Attri
     )
 
 
+_MEMO: dict[tuple[int, int], tuple[authn.UserInfo, requestinfo.RequestInfo, authz.Attributes]] = {}
+_MEMO_BOUND = 4096
+_MEMO_PATH_LENGTH = 256
+
+
+def _attributes(request: web.BaseRequest, user: authn.UserInfo) -> authz.Attributes:
+    """``attributes_of``, shared by the requests of one user to one path: users are kept per
+    credential and ``RequestInfo`` per path, so their identities key a bounded memo (whose entries
+    hold both, so neither id is reused meanwhile). Attributes read from the query (a list's field
+    selector, a history read's target) are never shared."""
+    info = request[requestinfo.INFO_KEY]
+    key = (id(user), id(info))
+    entry = _MEMO.get(key)
+    if entry is not None and entry[0] is user and entry[1] is info:
+        return entry[2]
+    attributes = attributes_of(request, user)
+    shareable = info.group != history.GROUP and (info.name or info.verb not in ("list", "watch"))
+    if shareable and len(request.path) <= _MEMO_PATH_LENGTH:  # as the RequestInfo memo
+        if len(_MEMO) >= _MEMO_BOUND:
+            _MEMO.clear()
+        _MEMO[key] = (user, info, attributes)
+    return attributes
+
+
 def _name_from_field_selector(selector: str) -> str:
     for term in selector.split(","):
         field, op, value = term.partition("=")
@@ -64,7 +88,7 @@ def authorization(
 
     def authorize(request: web.BaseRequest) -> None:
         user = request[authn.USER_KEY]
-        attributes = attributes_of(request, user)
+        attributes = _attributes(request, user)
         decision = authorizer(attributes)
         if record_decision:
             request[authz.DECISION_KEY] = decision
