@@ -232,7 +232,7 @@ def _endpoints(storage: str) -> tuple[str, ...]:
 def _start_failure(err: Exception, data_dir: Path) -> str:
     """What failed at start-up, in one line: the address, a file, or the store."""
     from kplane.api import errors
-    from kplane.server import app, storage
+    from kplane.server import connections, storage
     from kplane.server.admission import chain
     from kplane.server.audit.policy import InvalidPolicy
     from kplane.server.storage.encryption.config import InvalidEncryptionConfig
@@ -243,7 +243,7 @@ def _start_failure(err: Exception, data_dir: Path) -> str:
         return f"cannot start: admission plugins: {err}"
     if isinstance(err, InvalidEncryptionConfig):
         return f"cannot start: --encryption-provider-config: {err}"
-    if isinstance(err, app.ListenError):
+    if isinstance(err, connections.ListenError):
         return f"cannot listen on {err.filename}: {err.strerror or err}"
     if isinstance(err, OSError):
         where = err.filename or f"a file in {data_dir}"
@@ -276,7 +276,7 @@ def parse_retention(text: str) -> tuple[float, int]:
 
 def run(args: argparse.Namespace) -> int:
     launch.import_aiohttp_quickly()
-    from kplane.server.app import ServerConfig
+    from kplane.server.serverconfig import ServerConfig
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

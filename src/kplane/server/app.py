@@ -11,15 +11,12 @@ import asyncio
 import functools
 import logging
 import os
-import socket
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from aiohttp import web
 
-from kplane._util.clock import Clock, RealClock
 from kplane.api.builtin import builtin_catalog
 from kplane.api.catalog import Catalog
 from kplane.server import connections, storage
@@ -46,6 +43,7 @@ from kplane.server.endpoints import (
     oidc,
     resourcemetrics,
     scope,
+    tokenreview,
 )
 from kplane.server.endpoints.negotiation import MAX_BODY_BYTES
 from kplane.server.filters import chain
@@ -68,6 +66,7 @@ from kplane.server.registry.fieldschema import SchemaStep
 from kplane.server.registry.namespaces import NamespaceLifecycle
 from kplane.server.registry.store import Registry
 from kplane.server.registry.tokensecrets import TokenSecrets
+from kplane.server.serverconfig import ServerConfig
 from kplane.server.storage.cacher import CachedStorage
 from kplane.server.storage.instrumented import InstrumentedStorage
 from kplane.server.webhooks import client as webhookclient
@@ -84,91 +83,6 @@ _HOOKS = (
     "priority-and-fairness-config-producer",
     "apiservice-registration-controller",
 )
-
-
-@dataclass
-class ServerConfig:
-    """How to run a server. Defaults: HTTPS on 127.0.0.1:6443, SQLite in ``./.kplane``."""
-
-    data_dir: Path = Path(".kplane")
-    host: str = "127.0.0.1"
-    port: int = 6443
-    storage: Literal["sqlite", "memory", "etcd"] = "sqlite"
-    etcd_servers: Sequence[str] = ()
-    """``host:port`` of etcd members (``storage="etcd"``); calls fail over from one to the next."""
-    etcd_cafile: Path | None = None
-    """CA bundle that signed etcd's serving certificates (TLS to etcd when any etcd file is given)."""
-    etcd_certfile: Path | None = None
-    """Client certificate presented to etcd."""
-    etcd_keyfile: Path | None = None
-    """Key of ``etcd_certfile``."""
-    etcd_prefix: str = ""
-    """Prepended to every key in etcd (several kplane clusters may share one etcd)."""
-    etcd_request_timeout: float = 5.0
-    """Seconds one etcd call may take before the request fails (504)."""
-    event_ttl: int = 3600
-    etcd_compaction_interval: float = 300.0
-    """Seconds between two compactions of etcd's history (upstream's 5 m; 0: kplane never compacts)."""
-    pki_dir: Path | None = None
-    """Another server's ``pki`` directory to share (several servers of one etcd cluster): ``data_dir/pki``
-    becomes a link to it."""
-    """Seconds Events are kept in etcd (upstream's ``--event-ttl``, 1 h)."""
-    insecure_port: int | None = None
-    token_file: Path | None = None
-    service_account_issuer: str = serviceaccounts.DEFAULT_ISSUER
-    """``iss`` of the ServiceAccount tokens issued, and the API audience they default to."""
-    service_account_max_token_expiration: int | None = None
-    """Seconds a TokenRequest may ask at most (longer requests are shortened, with a warning)."""
-    max_requests_inflight: int = 400
-    max_mutating_requests_inflight: int = 200
-    """With ``max_requests_inflight``: API Priority and Fairness shares their sum among the
-    priority levels, as upstream (both 0: no limit)."""
-    queue_wait_timeout: float = 15.0
-    """Seconds a queued request waits for a seat before its 429 (upstream: a quarter of the
-    60 s request timeout)."""
-    audit_policy_file: Path | None = None
-    """Upstream's audit.k8s.io/v1 Policy; with ``audit_log_path``, requests are audited."""
-    audit_log_path: str | None = None
-    """Where audit Events go, one JSON line each (``-``: standard output). Off unless given."""
-    audit_log_maxsize: int = 0
-    """Megabytes per audit log file before it is rotated (0: 100, as upstream's lumberjack)."""
-    audit_log_maxbackup: int = 0
-    """Rotated audit log files kept (0: all)."""
-    encryption_provider_config: Path | None = None
-    """Upstream's EncryptionConfiguration: which resources are encrypted at rest, with which keys."""
-    watch_bookmark_interval: float = 60.0
-    history_window: int = 10_000
-    """Events the cache keeps for watch resume (older resourceVersions: 410 Expired)."""
-    history_retention_seconds: float = 3600.0
-    history_retention_revisions: int = 10_000
-    """Object history the SQLite store keeps (``--history-retention``): a past revision is compacted
-    only once it is older than the seconds and more than this many revisions behind."""
-    object_history: bool = True
-    """False only to measure what history costs: writes record no user and no time, and the store
-    keeps 5 minutes (``history_retention_*`` ignored), as before history was kept."""
-    kubeconfig_path: Path | None = None
-    schema_validation: bool = True  # False only to measure what validation costs
-    enable_admission_plugins: str = ""
-    """Comma list of admission plugins enabled besides the default-on ones (upstream's names)."""
-    disable_admission_plugins: str = ""
-    """Comma list of default-on admission plugins to disable."""
-    read_header_timeout: float = connections.READ_HEADER_TIMEOUT  # seconds to send request headers
-    idle_timeout: float = connections.IDLE_TIMEOUT  # seconds a kept-alive connection may sit idle
-    clock: Clock = field(default_factory=RealClock)
-    shutdown_timeout: float = 1.0
-    """Seconds ``stop`` lets in-flight requests (open watches included) finish before cancelling them.
-
-    Must be > 0: aiohttp reads 0 as "wait without limit"."""
-    authorization_mode: Literal["RBAC", "AlwaysAllow"] = "RBAC"
-    """``RBAC`` (default), or ``AlwaysAllow``: every authenticated user may do everything.
-    ``system:masters`` may do everything in either mode."""
-    pod_logs_dir: Path | None = None
-    """Where the simulated kubelet writes container output, read by ``pods/log`` (default
-    ``<data_dir>/pod-logs``)."""
-    dashboard: bool = True
-    """Serve the web dashboard's page at ``/dashboard`` (its data comes through the API)."""
-    filters: Sequence[Filter] = ()
-    """Extra filters run after authentication, outermost first (test hooks: ``kplane.testing`` faults)."""
 
 
 class APIServer:
@@ -336,7 +250,7 @@ class APIServer:
             watch_bookmark_interval=cfg.watch_bookmark_interval,
             service_accounts=tokens,
             max_token_seconds=cfg.service_account_max_token_expiration,
-            token_review=functools.partial(_token_review, tokens, authenticator),
+            token_review=functools.partial(tokenreview.review, tokens, authenticator),
             pod_logs=self.pod_logs_dir,
             resource_metrics=usage,
         )
@@ -362,7 +276,7 @@ class APIServer:
         self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=cfg.shutdown_timeout)
         await self._runner.setup()
 
-        sock = _bind(cfg.host, cfg.port)
+        sock = connections.bind(cfg.host, cfg.port)
         self.port = sock.getsockname()[1]
         site = connections.SockSite(
             self._runner,
@@ -377,7 +291,7 @@ class APIServer:
         self.url = f"https://{host_for_url}:{self.port}"
         nonres.server_address = f"{host_for_url}:{self.port}"
         if cfg.insecure_port is not None:
-            isock = _bind("127.0.0.1", cfg.insecure_port)
+            isock = connections.bind("127.0.0.1", cfg.insecure_port)
             await web.SockSite(self._runner, isock).start()
             self.insecure_url = f"http://127.0.0.1:{isock.getsockname()[1]}"
         endpoint_host = cfg.host if cfg.host not in ("0.0.0.0", "::") else "127.0.0.1"
@@ -567,23 +481,6 @@ class APIServer:
         await self.stop()
 
 
-def _token_review(
-    tokens: serviceaccounts.Tokens, authenticator: authn.Authenticator, token: str, audiences: Sequence[str]
-) -> tuple[authn.UserInfo | None, tuple[str, ...]]:
-    """TokenReview: ServiceAccount tokens for the audiences asked; other bearer tokens (static,
-    audience-agnostic) only when the API audiences are among them, as upstream."""
-    if token.count(".") == 2:
-        user, valid = tokens.review(token, audiences)
-        if user is not None:
-            return user, valid
-    wanted = tuple(audiences) or tokens.api_audiences
-    api = tuple(a for a in wanted if a in tokens.api_audiences)
-    if not api:
-        return None, ()
-    user = authenticator.authenticate(f"Bearer {token}")
-    return (user, api) if user is not None else (None, ())
-
-
 def _request_factory(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
     """Requests that accept bodies up to the API's 3 MiB limit (aiohttp's default is 1 MiB), with
     an empty set of audit annotations (admission records into it; the audit filter, when on,
@@ -598,21 +495,3 @@ def _request_factory(message: Any, payload: Any, protocol: Any, writer: Any, tas
         client_max_size=MAX_BODY_BYTES,
         state={scope.AUDIT_ANNOTATIONS: {}},
     )
-
-
-class ListenError(OSError):
-    """The server's address could not be bound (``filename`` holds ``host:port``)."""
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(1024)
-    except OSError as e:
-        sock.close()
-        raise ListenError(e.errno, e.strerror, f"{host}:{port}") from e
-    sock.setblocking(False)
-    return sock

@@ -13,6 +13,7 @@ a slow body upload) are never cut by either deadline.
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
 
 from aiohttp import web
@@ -108,3 +109,23 @@ class SockSite(web.SockSite):
             backlog=self._backlog,
             ssl_handshake_timeout=self._handshake_timeout,
         )
+
+
+class ListenError(OSError):
+    """The server's address could not be bound (``filename`` holds ``host:port``)."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A non-blocking listening socket on ``host:port`` (port 0: any free one); ``ListenError``
+    when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError as e:
+        sock.close()
+        raise ListenError(e.errno, e.strerror, f"{host}:{port}") from e
+    sock.setblocking(False)
+    return sock

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from kplane._util import aiohttpimport
 
 if TYPE_CHECKING:
-    from kplane.server.app import APIServer, ServerConfig
+    from kplane.server.app import APIServer
+    from kplane.server.serverconfig import ServerConfig
 
 
 def import_aiohttp_quickly() -> None:

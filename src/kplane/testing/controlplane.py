@@ -104,7 +104,7 @@ class ControlPlane:
         # Loaded on first start (the server's modules are not needed to import kplane.testing).
         # aiohttp itself is already imported by the client stack, with the process's CA settings
         # untouched: this is the user's test process, not a server's.
-        from kplane.server.app import ServerConfig
+        from kplane.server.serverconfig import ServerConfig
 
         self._tmp = tempfile.mkdtemp(prefix="kplane-testing-")
         try:

@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from kplane.api import errors
-from kplane.server.auth import authn
+from kplane.server.auth import authn, serviceaccounts
 from kplane.server.endpoints import negotiation
 from kplane.server.endpoints.scope import Scope
 
@@ -51,3 +51,20 @@ async def create(scope: Scope, *, review: Review) -> web.StreamResponse:
         "status": status,
     }
     return scope.respond_plain(reply, 201)
+
+
+def review(
+    tokens: serviceaccounts.Tokens, authenticator: authn.Authenticator, token: str, audiences: Sequence[str]
+) -> tuple[authn.UserInfo | None, tuple[str, ...]]:
+    """TokenReview: ServiceAccount tokens for the audiences asked; other bearer tokens (static,
+    audience-agnostic) only when the API audiences are among them, as upstream."""
+    if token.count(".") == 2:
+        user, valid = tokens.review(token, audiences)
+        if user is not None:
+            return user, valid
+    wanted = tuple(audiences) or tokens.api_audiences
+    api = tuple(a for a in wanted if a in tokens.api_audiences)
+    if not api:
+        return None, ()
+    user = authenticator.authenticate(f"Bearer {token}")
+    return (user, api) if user is not None else (None, ())
