@@ -292,6 +292,14 @@ def process_cpu_seconds(pid: int, *, thread: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_ns(pid: int, thread: int | None = None) -> int:
+    """Nanoseconds thread ``thread`` (default: the main thread, whose id is ``pid``) of process
+    ``pid`` has run on a CPU, from /proc/PID/task/TID/schedstat (Linux only). Unlike the clock
+    ticks of ``process_cpu_seconds`` it resolves a single request's cost."""
+    with open(f"/proc/{pid}/task/{thread or pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
 def process_rss_mib(pid: int) -> float | None:
     """Resident memory of process ``pid`` in MiB (VmRSS), or None when it reports none (a zombie)."""
     with open(f"/proc/{pid}/status") as f:

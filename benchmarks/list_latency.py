@@ -10,15 +10,22 @@ page). A list's time runs from sending the request to having the whole body; dec
 the item count and read the continue token is not counted, since that is the client's cost. The
 namespace is kept so that later runs skip the filling step. ``--accept`` picks the reply's media
 type (``Accept: application/json`` or ``application/vnd.kubernetes.protobuf``, what client-go asks
-first; ``both`` alternates the two request by request, so that both see the same load, and
-reports each under ``by_accept``); the same rounds also time ``GET`` of one ConfigMap. No
-compression is asked for (see ``_client``).
+first; ``both`` alternates the two request by request, each first in every other round, so that
+both see the same load, and reports each under ``by_accept``); the same rounds also time ``GET``
+of one ConfigMap. The client's cyclic garbage collector is off while it measures (decoded lists
+hold no cycles, so reference counting frees them): a collection triggered by one reply's ~20,000
+decoded objects would otherwise land in the next timed request, under ``both`` always one of the
+other media type.
+No compression is asked for (see ``_client``). With ``--server-pid`` (a server on this machine), each
+request's cost to the server's request thread is also reported (``server_cpu_ms``, medians): the
+server's own answer time, which no client-side effect moves.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import sys
 import time
@@ -60,15 +67,26 @@ async def _fill(target: _client.Target, url: str, want: int) -> int:
     return created
 
 
-async def _timed_get(http: aiohttp.ClientSession, url: str) -> tuple[float, bytes]:
-    t = time.perf_counter()
-    async with http.get(url) as resp:
-        data = await resp.read()
-        elapsed = time.perf_counter() - t
-        data = _client.decoded_body(data, resp.headers.get("Content-Encoding"))
-        if resp.status != 200:
-            raise _client.HTTPError("GET", url, resp.status, data)
-    return elapsed, data
+@dataclass
+class _Timer:
+    """Times GETs; with ``server_pid``, also the CPU the server's request thread spent meanwhile
+    (its schedstat, in nanoseconds: the server's own cost of the answer, whatever the client does)."""
+
+    server_pid: int | None = None
+
+    async def get(self, http: aiohttp.ClientSession, url: str) -> tuple[float, float, bytes]:
+        """(seconds until the whole body arrived, server CPU seconds or 0.0, the body)."""
+        pid = self.server_pid
+        cpu0 = _client.thread_cpu_ns(pid) if pid else 0
+        t = time.perf_counter()
+        async with http.get(url) as resp:
+            data = await resp.read()
+            elapsed = time.perf_counter() - t
+            cpu = (_client.thread_cpu_ns(pid) - cpu0) / 1e9 if pid else 0.0
+            data = _client.decoded_body(data, resp.headers.get("Content-Encoding"))
+            if resp.status != 200:
+                raise _client.HTTPError("GET", url, resp.status, data)
+        return elapsed, cpu, data
 
 
 def _items_and_continue(data: bytes) -> tuple[int, str]:
@@ -98,28 +116,37 @@ class _Samples:
     full: list[float] = field(default_factory=list)
     paged: list[float] = field(default_factory=list)
     single: list[float] = field(default_factory=list)
+    cpu: dict[str, list[float]] = field(
+        default_factory=lambda: {"get": [], "full_list": [], "paged_list": []}
+    )
     size: int = 0
     pages: int = 0
 
     def figures(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "get": _client.quantiles_ms(self.single),
             "full_list": _client.quantiles_ms(self.full),
             "full_list_bytes": self.size,
             "paged_list": _client.quantiles_ms(self.paged),
             "pages": self.pages,
         }
+        if any(self.cpu.values()):
+            out["server_cpu_ms"] = {k: _client.quantiles_ms(v)["median_ms"] for k, v in self.cpu.items()}
+        return out
 
 
-async def _paged(http: aiohttp.ClientSession, url: str, page: int, objects: int, out: _Samples) -> None:
-    total = 0.0
+async def _paged(
+    timer: _Timer, http: aiohttp.ClientSession, url: str, page: int, objects: int, out: _Samples
+) -> None:
+    total = cpu = 0.0
     out.pages = 0
     items = 0
     token = ""
     while True:
         query = f"?limit={page}" + (f"&continue={urllib.parse.quote(token, safe='')}" if token else "")
-        elapsed, data = await _timed_get(http, url + query)
+        elapsed, spent, data = await timer.get(http, url + query)
         total += elapsed
+        cpu += spent
         out.pages += 1
         count, token = _items_and_continue(data)
         items += count
@@ -128,36 +155,60 @@ async def _paged(http: aiohttp.ClientSession, url: str, page: int, objects: int,
     if items < objects:
         raise SystemExit(f"paged list returned {items} items, expected at least {objects}")
     out.paged.append(total)
+    if timer.server_pid:
+        out.cpu["paged_list"].append(cpu)
+
+
+def _in_turn(
+    sessions: dict[str, aiohttp.ClientSession], round_: int
+) -> list[tuple[str, aiohttp.ClientSession]]:
+    """The sessions in the order of round ``round_``: each media type goes first in every other
+    round, so that none always follows the other."""
+    order = list(sessions.items())
+    return order if round_ % 2 == 0 else order[::-1]
 
 
 async def _measure(
-    target: _client.Target, url: str, objects: int, rounds: int, page: int, accepts: list[str]
+    target: _client.Target,
+    url: str,
+    objects: int,
+    rounds: int,
+    page: int,
+    accepts: list[str],
+    timer: _Timer,
 ) -> dict[str, _Samples]:
     """Time each kind of request in every media type of ``accepts``, alternating between them
     request by request so that all see the same load on a shared machine."""
     samples = {accept: _Samples() for accept in accepts}
     sessions = {accept: _client.session(target, accept=accept) for accept in accepts}
+    gc.collect()
+    gc.disable()  # see the module notes
     try:
         for http in sessions.values():
             for _ in range(3):  # warm the connection and any server-side caches
-                await _timed_get(http, url)
-                await _timed_get(http, f"{url}/cm-00000")
-        for _ in range(rounds):
-            for accept, http in sessions.items():
-                elapsed, data = await _timed_get(http, url)
+                await timer.get(http, url)
+                await timer.get(http, f"{url}/cm-00000")
+        for r in range(rounds):
+            for accept, http in _in_turn(sessions, r):
+                elapsed, cpu, data = await timer.get(http, url)
                 samples[accept].full.append(elapsed)
+                if timer.server_pid:
+                    samples[accept].cpu["full_list"].append(cpu)
                 samples[accept].size = len(data)
                 count, _ = _items_and_continue(data)
                 if count < objects:
                     raise SystemExit(f"list returned {count} items, expected at least {objects}")
-        for _ in range(rounds):
-            for accept, http in sessions.items():
-                await _paged(http, url, page, objects, samples[accept])
-        for _ in range(rounds * 10):
-            for accept, http in sessions.items():
-                elapsed, _ = await _timed_get(http, f"{url}/cm-00000")
+        for r in range(rounds):
+            for accept, http in _in_turn(sessions, r):
+                await _paged(timer, http, url, page, objects, samples[accept])
+        for r in range(rounds * 10):
+            for accept, http in _in_turn(sessions, r):
+                elapsed, cpu, _ = await timer.get(http, f"{url}/cm-00000")
                 samples[accept].single.append(elapsed)
+                if timer.server_pid:
+                    samples[accept].cpu["get"].append(cpu)
     finally:
+        gc.enable()
         for http in sessions.values():
             await http.close()
     return samples
@@ -173,7 +224,8 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
     fill_s = time.perf_counter() - t
     media = {"json": _client.JSON, "protobuf": _client.PROTOBUF}
     accepts = list(media.values()) if args.accept == "both" else [media[args.accept]]
-    samples = await _measure(target, url, args.objects, args.rounds, args.page, accepts)
+    timer = _Timer(args.server_pid)
+    samples = await _measure(target, url, args.objects, args.rounds, args.page, accepts, timer)
     result: dict[str, Any] = {
         "benchmark": "list_latency",
         "server": target.server,
@@ -203,6 +255,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--page", type=int, default=500)
     parser.add_argument("--accept", choices=("json", "protobuf", "both"), default="json")
+    parser.add_argument(
+        "--server-pid",
+        type=int,
+        default=None,
+        help="also report the CPU this local server's request thread spent per request (server_cpu_ms)",
+    )
     args = parser.parse_args(argv)
     print(json.dumps(_client.run(_run(args))), flush=True)
     return 0

@@ -7,8 +7,10 @@ chunked; the benchmarks once fed such bodies to a JSON parser (``str is not vali
 from __future__ import annotations
 
 import gzip
+import os
 import pathlib
 import sys
+import threading
 from collections.abc import AsyncIterator
 
 import orjson
@@ -80,3 +82,10 @@ def test_list_items_and_continue_in_both_encodings() -> None:
     items = [protobuf.item_field(protobuf.item_message("v1", "ConfigMap", {})) for _ in range(3)]
     body = protobuf.encode_list("v1", "ConfigMapList", {"continue": "t"}, items)
     assert list_latency._items_and_continue(body) == (3, "t")
+
+
+def test_thread_cpu_ns_counts_this_threads_work() -> None:
+    """The per-request server CPU reader: nanoseconds on a CPU, growing with work done."""
+    before = _client.thread_cpu_ns(os.getpid(), threading.get_native_id())
+    sum(i * i for i in range(200_000))
+    assert _client.thread_cpu_ns(os.getpid(), threading.get_native_id()) > before

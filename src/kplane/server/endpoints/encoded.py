@@ -80,17 +80,18 @@ class ProtobufMemo:
 
     def items(self, objs: list[Object], api_version: str, kind: str) -> list[bytes]:
         """The ``items`` fields of a list of stored ``kind`` objects, for ``protobuf.encode_list``."""
-        entries = self._by_kind.get(f"{api_version}/{kind}") or {}
+        by_kind = f"{api_version}/{kind}"
+        get = (self._by_kind.get(by_kind) or {}).get
         out: list[bytes] = []
         append = out.append
         for obj in objs:
             meta = obj["metadata"]
-            entry = entries.get(meta.get("resourceVersion") or "")
+            entry = get(meta.get("resourceVersion"))
             if entry is not None and entry[0] == meta.get("uid"):
                 append(entry[1])
             else:
                 append(self._field(obj, api_version, kind)[0])
-                entries = self._by_kind.get(f"{api_version}/{kind}") or {}
+                get = (self._by_kind.get(by_kind) or {}).get
         return out
 
     def encode(self, obj: Object, api_version: str = "", kind: str = "") -> bytes:
