@@ -89,3 +89,20 @@ def test_thread_cpu_ns_counts_this_threads_work() -> None:
     before = _client.thread_cpu_ns(os.getpid(), threading.get_native_id())
     sum(i * i for i in range(200_000))
     assert _client.thread_cpu_ns(os.getpid(), threading.get_native_id()) > before
+
+
+def test_list_continue_token_read_from_the_head_in_both_encodings() -> None:
+    """Paged lists read the continue token without decoding the items, in JSON and in protobuf."""
+    page = {
+        "kind": "ConfigMapList",
+        "apiVersion": "v1",
+        "metadata": {"continue": "eyJ2IjoxfQ"},
+        "items": [{}],
+    }
+    assert list_latency._continue_token(orjson.dumps(page)) == "eyJ2IjoxfQ"
+    last = {**page, "metadata": {"resourceVersion": "7"}}
+    assert list_latency._continue_token(orjson.dumps(last)) == ""
+    items = [protobuf.item_field(protobuf.item_message("v1", "ConfigMap", {})) for _ in range(2)]
+    body = protobuf.encode_list("v1", "ConfigMapList", {"continue": "eyJ2IjoxfQ"}, items)
+    assert list_latency._continue_token(body) == "eyJ2IjoxfQ"
+    assert list_latency._continue_token(protobuf.encode_list("v1", "ConfigMapList", {}, items)) == ""
