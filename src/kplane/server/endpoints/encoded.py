@@ -44,9 +44,11 @@ class ProtobufMemo:
         self._size = 0
         # (apiVersion/kind, resourceVersion) -> (uid, item field, length of its tag and size prefix)
         self._entries: dict[tuple[str, str], tuple[str, bytes, int]] = {}
-        # The same entries by kind, then resourceVersion: a list's items are looked up without
-        # building a key each (lists of thousands of objects read them all).
-        self._by_kind: dict[str, dict[str, tuple[str, bytes, int]]] = {}
+        # The same entries' item fields by kind, then resourceVersion: a list's items are looked
+        # up without building a key each (lists of thousands of objects read them all). A list
+        # holds stored states only, each named by its resourceVersion alone (one write of one
+        # object), so the uid check of single replies is not repeated per item.
+        self._by_kind: dict[str, dict[str, bytes]] = {}
         # Whole single-object replies, for objects read again and again (a controller's GETs).
         self._bodies: dict[tuple[str, str], tuple[str, bytes]] = {}
         self._bodies_size = 0
@@ -68,7 +70,7 @@ class ProtobufMemo:
             del self._entries[key]
         value = (uid, field, prefix)
         self._entries[key] = value
-        self._by_kind.setdefault(key[0], {})[key[1]] = value
+        self._by_kind.setdefault(key[0], {})[key[1]] = field
         self._size += len(field)
         while self._size > self._budget and self._entries:  # dicts iterate oldest first
             old = next(iter(self._entries))
@@ -85,13 +87,11 @@ class ProtobufMemo:
         out: list[bytes] = []
         append = out.append
         for obj in objs:
-            meta = obj["metadata"]
-            entry = get(meta.get("resourceVersion"))
-            if entry is not None and entry[0] == meta.get("uid"):
-                append(entry[1])
-            else:
-                append(self._field(obj, api_version, kind)[0])
+            field = get(obj["metadata"].get("resourceVersion"))
+            if field is None:
+                field = self._field(obj, api_version, kind)[0]
                 get = (self._by_kind.get(by_kind) or {}).get
+            append(field)
         return out
 
     def encode(self, obj: Object, api_version: str = "", kind: str = "") -> bytes:
