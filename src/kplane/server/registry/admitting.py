@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from kplane.api.catalog import ResourceRecord
 from kplane.server.registry.fieldschema import Requester
@@ -71,6 +71,46 @@ class Attributes:
     def kind(self) -> tuple[str, str]:
         """(group, kind) of the addressed resource."""
         return self.record.group, self.record.kind
+
+
+class WriteRequest(Protocol):
+    """What admission reads of a write's options (``WriteOptions``, ``DeleteOptions``)."""
+
+    @property
+    def requester(self) -> Requester | None: ...
+    @property
+    def dry_run(self) -> bool: ...
+    @property
+    def warnings(self) -> list[str]: ...
+    @property
+    def audit_annotations(self) -> dict[str, str]: ...
+
+
+def of_write(
+    operation: Operation,
+    record: ResourceRecord,
+    namespace: str,
+    name: str,
+    obj: Object | None,
+    old: Object | None,
+    opts: WriteRequest,
+    subresource: str = "",
+) -> Attributes:
+    """The attributes of a write made with ``opts``: its requester and dry run, and the lists
+    admission reports into (warnings, audit annotations) shared with the request."""
+    return Attributes(
+        operation,
+        record,
+        namespace,
+        name,
+        obj,
+        old,
+        subresource,
+        user=opts.requester,
+        dry_run=opts.dry_run,
+        warnings=opts.warnings,
+        audit_annotations=opts.audit_annotations,
+    )
 
 
 AdmitFunc = Callable[[Attributes], Awaitable[None] | None]

@@ -68,18 +68,8 @@ async def delete(
         except storage.StorageError as err:
             raise storage_error(record, name, err) from None
         meta = current["metadata"]
-        attrs = admitting.Attributes(
-            "DELETE",
-            record,
-            namespace,
-            name,
-            None,
-            await reg.conversion.served(record, current),
-            user=opts.requester,
-            dry_run=opts.dry_run,
-            warnings=opts.warnings,
-            audit_annotations=opts.audit_annotations,
-        )
+        served = await reg.conversion.served(record, current)
+        attrs = admitting.of_write("DELETE", record, namespace, name, None, served, opts)
         admitted = reg.admission.mutate(attrs)
         if admitted is not None:
             await admitted
@@ -122,18 +112,33 @@ async def delete(
             return await reg.conversion.served(record, obj), False
         if opts.dry_run:
             return await reg.conversion.served(record, current), True
-        try:
-            rv = meta.get("resourceVersion")
-            last = await reg.storage.delete(
-                key, preconditions=storage.Preconditions(uid=opts.uid, resource_version=rv)
-            )
-            reg.written(record, last, True)
-            return await reg.conversion.served(record, last), True
-        except storage.PreconditionFailed:
-            continue
-        except storage.StorageError as err:
-            raise storage_error(record, name, err) from None
-    raise errors.Conflict(
+        rv = meta.get("resourceVersion")
+        last = await delete_stored(
+            reg, record, key, name, storage.Preconditions(uid=opts.uid, resource_version=rv)
+        )
+        if last is not None:
+            return last, True
+    raise too_many_retries(record, name)
+
+
+async def delete_stored(
+    reg: Registry, record: ResourceRecord, key: str, name: str, preconditions: storage.Preconditions
+) -> Object | None:
+    """Remove ``key`` if ``preconditions`` still hold: its last state as served, or None when
+    another write came first (read again and retry)."""
+    try:
+        last = await reg.storage.delete(key, preconditions=preconditions)
+        reg.written(record, last, True)
+        return await reg.conversion.served(record, last)
+    except storage.PreconditionFailed:
+        return None
+    except storage.StorageError as err:
+        raise storage_error(record, name, err) from None
+
+
+def too_many_retries(record: ResourceRecord, name: str) -> errors.Conflict:
+    """Upstream's 409 when a read-modify-write lost ``MAX_RACE_ATTEMPTS`` races in a row."""
+    return errors.Conflict(
         f'Operation cannot be fulfilled on {record.group_resource} "{name}": too many retries'
     )
 

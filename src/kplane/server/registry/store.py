@@ -194,16 +194,8 @@ class Registry:
         now = rfc3339(self.clock)
         if not schema_errs:
             obj = self.schema.managed(record, None, obj, opts, now)
-        attrs = admitting.Attributes(
-            "CREATE",
-            record,
-            namespace,
-            str(obj["metadata"].get("name") or ""),
-            obj,
-            user=opts.requester,
-            dry_run=opts.dry_run,
-            warnings=opts.warnings,
-            audit_annotations=opts.audit_annotations,
+        attrs = admitting.of_write(
+            "CREATE", record, namespace, str(obj["metadata"].get("name") or ""), obj, None, opts
         )
         admitted = self.admission.mutate(attrs)
         if admitted is not None:

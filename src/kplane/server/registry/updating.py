@@ -74,26 +74,19 @@ async def update(
     kept_warnings = len(wopts.warnings)  # from before this update (e.g. duplicate fields)
     preconditions = storage.Preconditions(uid=uid) if uid else None
 
-    def attrs_for(current: Object) -> admitting.Attributes:
-        return admitting.Attributes(
-            "UPDATE",
-            record,
-            namespace,
-            name,
-            None,
-            current,
-            subresource,
-            user=wopts.requester,
-            dry_run=wopts.dry_run,
-            warnings=wopts.warnings,
-            audit_annotations=wopts.audit_annotations,
-        )
-
     async def step(stored: Object) -> Object:
         current = await reg.conversion.served(record, stored)
         del wopts.warnings[kept_warnings:]  # a retried attempt reports its own warnings only
         new = await _prepare(
-            reg, record, strat, namespace, name, transform, current, subresource, attrs_for(current)
+            reg,
+            record,
+            strat,
+            namespace,
+            name,
+            transform,
+            current,
+            subresource,
+            admitting.of_write("UPDATE", record, namespace, name, None, current, wopts, subresource),
         )
         objectmeta.drop_empty(new["metadata"])
         new, schema_errs = reg.schema.process(record, new, current, wopts)
@@ -106,19 +99,7 @@ async def update(
         if errs:
             raise errors.invalid_object(record.kind, record.group, name, errs)
         admitted = reg.admission.validate(
-            admitting.Attributes(
-                "UPDATE",
-                record,
-                namespace,
-                name,
-                new,
-                current,
-                subresource,
-                user=wopts.requester,
-                dry_run=wopts.dry_run,
-                warnings=wopts.warnings,
-                audit_annotations=wopts.audit_annotations,
-            )
+            admitting.of_write("UPDATE", record, namespace, name, new, current, wopts, subresource)
         )
         if admitted is not None:
             await admitted
@@ -143,19 +124,13 @@ async def update(
             return done.obj
         except _DeleteNow as done:
             rv = done.obj["metadata"].get("resourceVersion")
-            try:
-                last = await reg.storage.delete(key, preconditions=storage.Preconditions(resource_version=rv))
-            except storage.PreconditionFailed:
-                continue
-            except storage.StorageError as err:
-                raise storage_error(record, name, err) from None
-            reg.written(record, last, True)
-            return await reg.conversion.served(record, last)
+            at_rv = storage.Preconditions(resource_version=rv)  # the state the update decided on
+            last = await deletion.delete_stored(reg, record, key, name, at_rv)
+            if last is not None:
+                return last
         except storage.StorageError as err:
             raise storage_error(record, name, err) from None
-    raise errors.Conflict(
-        f'Operation cannot be fulfilled on {record.group_resource} "{name}": too many retries'
-    )
+    raise deletion.too_many_retries(record, name)
 
 
 async def _prepare(
