@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from kplane.api import errors
+
 Path = tuple[str, ...]
 
 
@@ -93,7 +95,7 @@ def _go_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
-        return _go_quote(v)
+        return errors.go_quote(v)
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
@@ -103,25 +105,6 @@ def _go_value(v: Any) -> str:
     if isinstance(v, dict):
         return "".join(f"{k}={_go_value(x)}" for k, x in v.items())
     return str(v)
-
-
-def _go_quote(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -23,6 +23,8 @@ from kplane.api.apply import pathelement
         ),
         pytest.param(("f:metadata", "f:finalizers", 'v:"x"'), '.metadata.finalizers[="x"]', id="set"),
         pytest.param(("f:args", "i:2"), ".args[2]", id="index"),
+        # value.ToString quotes strings with Go's %q (strconv.Quote): \a, not \x07; \u200b kept escaped
+        pytest.param(("f:args", 'v:"a\\u0007\\u200b"'), '.args[="a\\a\\u200b"]', id="go-quote"),
     ],
 )
 def test_path_string(path: pathelement.Path, text: str) -> None:
