@@ -122,6 +122,7 @@ def _values(proj: project_mod.Project, group: str, version: str, kind: str, plur
         "version": version,
         "kind": kind,
         "module": project_mod.snake(kind),
+        "lower": kind.lower(),
         "plural": plural or project_mod.plural(kind),
     }
 
@@ -155,7 +156,7 @@ def create_api(
             project_mod.write_new(init.parent / f"{v['module']}.py", project_mod.render(ta.TYPES, **v))
         )
         written.extend(_ensure_storage_version(proj, group, kind, v["module"]))
-        sample = proj.root / "config" / "samples" / f"{group}_{version}_{v['module']}.yaml"
+        sample = proj.root / "config" / "samples" / f"{group}_{version}_{v['lower']}.yaml"
         written.append(project_mod.write_new(sample, project_mod.render(ta.SAMPLE, **v)))
     if controller:
         module = v["module"]

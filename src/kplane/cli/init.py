@@ -64,12 +64,15 @@ def init(directory: Path, *, domain: str = "example.com", name: str = "", force:
         "tests/conftest.py": t.TESTS_CONFTEST,
         "tests/test_main.py": t.TEST_MAIN,
         "config/manager/manager.yaml": t.MANAGER_YAML,
+        "config/rbac/service_account.yaml": t.SERVICE_ACCOUNT_YAML,
+        "config/rbac/role_binding.yaml": t.ROLE_BINDING_YAML,
+        "config/rbac/leader_election_role.yaml": t.LEADER_ELECTION_ROLE_YAML,
     }
     for sub, what in (("api", "API types"), ("controllers", "Controllers")):
         files[f"{package}/{sub}/__init__.py"] = project_mod.render(t.SUBPACKAGE_INIT, what=what, project=name)
     for rel, template in files.items():
         project_mod.write_new(root / rel, project_mod.render(template, **values), force=force)
-    for keep in ("config/crd/bases", "config/rbac", "config/samples"):
+    for keep in ("config/crd/bases", "config/samples"):
         (root / keep).mkdir(parents=True, exist_ok=True)
         (root / keep / ".gitkeep").touch()
     project_mod.Project(root, domain, name, package).save()

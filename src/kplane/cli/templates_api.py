@@ -140,7 +140,7 @@ async def setup(manager: runtime.Manager) -> runtime.Controller:
     return await (
         runtime.Builder(manager)
         .for_($kind, predicates=[runtime.GenerationChanged()])
-        .named("$module")
+        .named("$lower")
         .complete(${kind}Reconciler(manager.client))
     )
 '''
@@ -182,7 +182,7 @@ async def test_${module}_becomes_ready(kplane: testing.ControlPlane, tmp_path: P
 SAMPLE = """apiVersion: $full_group/$version
 kind: $kind
 metadata:
-  name: $module-sample
+  name: $lower-sample
 spec:
   foo: bar
 """

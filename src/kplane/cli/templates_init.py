@@ -248,7 +248,9 @@ A Kubernetes operator written in Python with [kplane](https://pypi.org/project/k
   `typing.Annotated` markers from `kplane.runtime.markers`).
 - `$package/controllers/`: one reconciler per kind; RBAC needs declared with `@rbac.permission`.
 - `$package/webhooks/`: defaulting and validating webhooks (`kplane create webhook`).
-- `config/crd/bases/`, `config/rbac/`: manifests generated from the code (`make manifests`).
+- `config/crd/bases/`, `config/rbac/role.yaml`: manifests generated from the code (`make manifests`).
+- `config/rbac/`: also the manager's service account, its role binding and its leader-election role.
+- `config/manager/`: the `$project-system` namespace and the manager's Deployment.
 - `config/samples/`: one example object per kind.
 - `tests/`: tests against kplane's in-process control plane (no cluster, starts in milliseconds).
 
@@ -261,6 +263,7 @@ make manifests    # CRDs and RBAC roles from the types and controllers
 make test         # pytest
 make run          # run against the current kubeconfig's cluster
 make docker-build IMG=example.com/$project:0.1.0
+make deploy IMG=example.com/$project:0.1.0   # CRDs, namespace, RBAC and the manager's Deployment
 ```
 """
 
@@ -269,7 +272,7 @@ PACKAGE := $package
 IMG ?= $project:latest
 KPLANE := $$(PYTHON) -m kplane.cli.main
 
-.PHONY: help test run manifests install docker-build
+.PHONY: help test run manifests install deploy docker-build
 
 help: ## This help
 \t@grep -E '^[a-z-]+:.*## ' $$(MAKEFILE_LIST) | awk -F':.*## ' '{printf "%-14s %s\\n", $$$$1, $$$$2}'
@@ -280,10 +283,15 @@ test: ## Run the tests against an in-process kplane control plane
 manifests: ## Write CRDs (config/crd/bases) and RBAC (config/rbac) from the code
 \t$$(KPLANE) generate crds --paths $$(PACKAGE).api --output-dir config/crd/bases \\
 \t\t--conversion-service $project-system/$project-webhook-service
-\t$$(KPLANE) generate rbac --paths $$(PACKAGE).controllers --output-dir config/rbac
+\t$$(KPLANE) generate rbac --paths $$(PACKAGE).controllers --output-dir config/rbac \\
+\t\t--role-name $project-manager-role
 
 install: manifests ## Install the CRDs into the current kubeconfig's cluster
 \tkubectl apply -f config/crd/bases
+
+deploy: manifests ## Install the CRDs, the namespace, RBAC and the manager (image IMG)
+\tkubectl apply -f config/crd/bases -f config/manager -f config/rbac
+\tkubectl set image -n $project-system deployment/$project-controller-manager manager=$$(IMG)
 
 run: manifests ## Run the operator against the current kubeconfig's cluster
 \t$$(PYTHON) -m $$(PACKAGE)
@@ -316,7 +324,14 @@ dist/
 build/
 """
 
-MANAGER_YAML = """apiVersion: apps/v1
+MANAGER_YAML = """apiVersion: v1
+kind: Namespace
+metadata:
+  name: $project-system
+  labels:
+    app.kubernetes.io/name: $project
+---
+apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: $project-controller-manager
@@ -343,4 +358,63 @@ spec:
         - {name: probes, containerPort: 8081}
         livenessProbe: {httpGet: {path: /healthz, port: 8081}}
         readinessProbe: {httpGet: {path: /readyz, port: 8081}}
+"""
+
+SERVICE_ACCOUNT_YAML = """apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: $project-controller-manager
+  namespace: $project-system
+  labels:
+    app.kubernetes.io/name: $project
+"""
+
+ROLE_BINDING_YAML = """# Grants the manager's service account the ClusterRole that `make manifests` writes (role.yaml).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: $project-manager-rolebinding
+  labels:
+    app.kubernetes.io/name: $project
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: $project-manager-role
+subjects:
+- kind: ServiceAccount
+  name: $project-controller-manager
+  namespace: $project-system
+"""
+
+LEADER_ELECTION_ROLE_YAML = """# What leader election (the Lease) and event recording need, in the manager's namespace.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: $project-leader-election-role
+  namespace: $project-system
+  labels:
+    app.kubernetes.io/name: $project
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: $project-leader-election-rolebinding
+  namespace: $project-system
+  labels:
+    app.kubernetes.io/name: $project
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: $project-leader-election-role
+subjects:
+- kind: ServiceAccount
+  name: $project-controller-manager
+  namespace: $project-system
 """

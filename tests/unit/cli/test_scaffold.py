@@ -54,7 +54,10 @@ def test_scaffolded_project_tests_pass(tmp_path: Path) -> None:
         "tests/test_main.py",
         "tests/test_frigate_ship_controller.py",
         "tests/test_frigate_ship_webhook.py",
-        "config/samples/fleet_v1_frigate_ship.yaml",
+        "config/samples/fleet_v1_frigateship.yaml",
+        "config/rbac/service_account.yaml",
+        "config/rbac/role_binding.yaml",
+        "config/rbac/leader_election_role.yaml",
     ):
         assert (root / rel).is_file(), rel
     main_py = (pkg / "main.py").read_text()
