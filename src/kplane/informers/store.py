@@ -20,6 +20,7 @@ store safe for code that reads it from a worker thread.
 from __future__ import annotations
 
 import builtins
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
@@ -42,6 +43,8 @@ class IndexerError(Exception):
 def object_meta(obj: Any, field: str) -> Any:
     """``obj.metadata.<field>`` for a dict or a typed object; ``None`` when absent.
 
+    ``field`` is the JSON name (``resourceVersion``); a typed model's attribute is its snake_case
+    spelling (``resource_version``), as the generated models name them.
     Decoded JSON (exact ``dict``s) is tested first: ``isinstance(x, Mapping)`` is an ABC check
     that costs a Python-level ``__instancecheck__``, and an informer reads several fields of every
     event's object."""
@@ -53,7 +56,14 @@ def object_meta(obj: Any, field: str) -> Any:
         return None
     if isinstance(meta, Mapping):
         return meta.get(field)
-    return getattr(meta, field, None)
+    attribute = _ATTRIBUTES.get(field)
+    if attribute is None:
+        attribute = _ATTRIBUTES[field] = re.sub(r"(?<!^)([A-Z])", r"_\1", field).lower()
+    return getattr(meta, attribute, None)
+
+
+_ATTRIBUTES: dict[str, str] = {}
+"""JSON field name → typed model attribute name (a handful of metadata fields: bounded)."""
 
 
 def meta_namespace_key(obj: Any) -> str:

@@ -361,19 +361,15 @@ def identity(obj: Any) -> tuple[str, str, str, str, str]:
         str(kind or ""),
         str(meta_of(obj, "namespace") or ""),
         str(meta_of(obj, "name") or ""),
-        str(_meta(obj, "resourceVersion", "resource_version")),
+        str(_meta(obj, "resourceVersion")),
     )
 
 
-def _meta(obj: Any, field: str, attribute: str) -> Any:
-    """``metadata.<field>`` of a dict, or ``metadata.<attribute>`` of a typed model ("" if absent)."""
-    return store_mod.object_meta(obj, field) or store_mod.object_meta(obj, attribute) or ""
+def _meta(obj: Any, field: str) -> Any:
+    """``metadata.<field>`` of a dict or a typed model ("" if absent)."""
+    return store_mod.object_meta(obj, field) or ""
 
 
 def same_version(old: Any, new: Any) -> bool:
     """True when ``old`` and ``new`` are one state (an informer resync), not a change."""
-    return old is new or (
-        old is not None
-        and _meta(old, "resourceVersion", "resource_version")
-        == _meta(new, "resourceVersion", "resource_version")
-    )
+    return old is new or (old is not None and _meta(old, "resourceVersion") == _meta(new, "resourceVersion"))

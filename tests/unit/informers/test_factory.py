@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from kplane.client import dynamic
+from kplane.client import dynamic, rest
 from kplane.client.models import core_v1
 from kplane.informers import factory as factory_mod
 from kplane.informers import handlers as handlers_mod
 from kplane.informers import informer as informer_mod
-from kplane.testing import ControlPlane, eventually
+from kplane.testing import AutoAdvancingClock, ControlPlane, DropWatches, FaultPlan, Match, eventually
 from tests.unit.informers import _fake, _live
 
 
@@ -62,3 +62,42 @@ async def test_informers_over_model_classes_and_resource_names() -> None:
         await factory.shutdown()
     with pytest.raises(TypeError, match="not a kplane model class"):
         await factory_mod.SharedInformerFactory(dc).informer(int)  # type: ignore[call-overload]
+
+
+async def test_typed_informer_tracks_resource_versions_across_dropped_watches(
+    kplane_clock: AutoAdvancingClock,
+) -> None:
+    """A model-class informer reads ``metadata.resourceVersion`` of its typed objects: a cut watch
+    resumes from the last event seen, so no older state is replayed into the cache or handlers."""
+    plan = FaultPlan(DropWatches(after_lines=(2, 2), match=Match(verbs=("watch",))), seed=1)
+    async with ControlPlane(faults=plan) as cp, rest.RESTClient(cp.config, _clock=kplane_clock) as rc:
+        dc = dynamic.DynamicClient(rc, cp.client.mapper)
+        cms = dc.resource("configmaps", "default")
+        await cms.create({"metadata": {"name": "one"}, "data": {"n": "0"}})
+        factory = factory_mod.SharedInformerFactory(dc, clock=kplane_clock)
+        inf = await factory.informer(core_v1.ConfigMap)
+        updates: list[tuple[int, int]] = []
+
+        def rv(obj: core_v1.ConfigMap) -> int:
+            assert obj.metadata is not None and obj.metadata.resource_version
+            return int(obj.metadata.resource_version)
+
+        def on_update(old: core_v1.ConfigMap, new: core_v1.ConfigMap) -> None:
+            updates.append((rv(old), rv(new)))
+
+        inf.add_event_handler(handlers_mod.HandlerFuncs(update=on_update))
+        factory.start()
+        async with asyncio.timeout(10):
+            await factory.wait_for_cache_sync()
+        last = ""
+        for n in range(1, 9):
+            cm = await cms.update({**await cms.get("one"), "data": {"n": str(n)}})
+            last = cm["metadata"]["resourceVersion"]
+        await eventually(lambda: inf.last_sync_resource_version == last, timeout=20)
+        await eventually(lambda: len(updates) == 8, timeout=5)
+        cached = (await factory.lister(core_v1.ConfigMap)).namespaced("default").get("one")
+        assert cached.data == {"n": "8"}
+        assert plan.count(DropWatches) >= 3  # cut and resumed several times
+        assert all(new > old for old, new in updates), updates  # never back in time
+        await factory.shutdown()
+    assert len(updates) == 8, updates  # each write seen once: nothing replayed

@@ -9,6 +9,7 @@ import pytest
 
 from kplane._util import clock as clock_mod
 from kplane.api.patch import mergepatch
+from kplane.client.models import apps_v1, meta_v1
 from kplane.runtime import conditions, finalizers, handler, ownership, predicate
 from kplane.runtime.reconcile import Request
 
@@ -85,6 +86,23 @@ def test_enqueue_for_owner_only_controller() -> None:
     q3 = _Q()
     handler.EnqueueRequestForOwner("example.kplane.dev", "WebApp", owner_namespaced=False).create(child, q3)
     assert q3.items == [Request("", "owner")]
+
+
+def test_predicates_and_owner_handler_read_typed_objects() -> None:
+    """Typed objects (an informer over a model class) are read by their JSON field names too:
+    resourceVersion and ownerReferences, not only same-spelled fields such as generation."""
+
+    def rs(rv: str) -> apps_v1.ReplicaSet:
+        owner = meta_v1.OwnerReference(api_version="apps/v1", kind="Deployment", name="web", uid="1",
+                                       controller=True)  # fmt: skip
+        meta = meta_v1.ObjectMeta(name="web-1", namespace="ns", resource_version=rv, owner_references=[owner])
+        return apps_v1.ReplicaSet(metadata=meta)
+
+    assert predicate.ResourceVersionChanged().update(rs("1"), rs("2"))
+    assert not predicate.ResourceVersionChanged().update(rs("1"), rs("1"))
+    q = _Q()
+    handler.EnqueueRequestForOwner("apps", "Deployment").create(rs("1"), q)
+    assert q.items == [Request("ns", "web")]
 
 
 def test_map_func_handler_update_maps_old_and_new() -> None:
