@@ -3,7 +3,8 @@
 Objects are JSON-shaped dicts; a model class (generated in ``kplane.client.models``, or a CRD type
 declared with ``kplane.runtime.markers.kind``) may stand for its resource anywhere a ``ref`` is
 taken, and a model instance anywhere an object is: reads of a model class return model instances,
-model instances are written as JSON. Writes take the resource from the
+model instances are written as JSON (``apiVersion``/``kind`` from the class when unset) and a
+write returns the server's object as an instance of the class it was given. Writes take the resource from the
 object's ``apiVersion`` and ``kind`` (resolved by the REST mapper), so ``client.update(obj)`` needs
 no other argument. ``reader`` is the uncached API reader (controller-runtime's ``GetAPIReader``).
 
@@ -15,7 +16,7 @@ own the fields they declare.
 from __future__ import annotations
 
 import builtins
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 import msgspec
 
@@ -26,6 +27,8 @@ from kplane.runtime import cache as cache_mod
 
 Object = dict[str, Any]
 M = TypeVar("M", bound=msgspec.Struct)
+W = TypeVar("W", bound=Object | msgspec.Struct)
+"""What a write takes and gives back: a dict, or a model instance (returned as its own class)."""
 Ref = dynamic.ResourceRef | type[msgspec.Struct]
 """A resource: anything the dynamic client resolves, or a generated model class."""
 
@@ -40,10 +43,16 @@ def resource_ref(ref: Ref) -> dynamic.ResourceRef:
 
 
 def to_dict(obj: Object | msgspec.Struct) -> Object:
-    """A JSON-shaped dict of ``obj`` (dicts are returned as they are)."""
+    """A JSON-shaped dict of ``obj`` (dicts are returned as they are). A model instance that leaves
+    ``apiVersion``/``kind`` unset gets those of its class's ``gvk``, as a Go object gets its kind
+    from the scheme."""
     if isinstance(obj, dict):
         return obj
     out: Object = msgspec.to_builtins(obj)
+    gvk = getattr(type(obj), "gvk", None)
+    if isinstance(gvk, GroupVersionKind):
+        out.setdefault("apiVersion", f"{gvk.group}/{gvk.version}" if gvk.group else gvk.version)
+        out.setdefault("kind", gvk.kind)
     return out
 
 
@@ -97,33 +106,37 @@ class Client:
 
     # Writes, to the server.
 
-    async def create(self, obj: Object | msgspec.Struct) -> Object:
+    # Each write returns the server's object in the form it was given: a model instance of the
+    # same class, or a dict.
+
+    async def create(self, obj: W) -> W:
         """Create ``obj``; returns the server's object."""
         body = to_dict(obj)
-        return await self._rc(body).create(body, field_manager=self.field_manager)
+        return _like(obj, await self._rc(body).create(body, field_manager=self.field_manager))
 
-    async def update(self, obj: Object | msgspec.Struct) -> Object:
+    async def update(self, obj: W) -> W:
         """PUT ``obj`` (its resourceVersion makes a stale write a 409 Conflict)."""
         body = to_dict(obj)
-        return await self._rc(body).update(body, field_manager=self.field_manager)
+        return _like(obj, await self._rc(body).update(body, field_manager=self.field_manager))
 
-    async def update_status(self, obj: Object | msgspec.Struct) -> Object:
+    async def update_status(self, obj: W) -> W:
         """PUT ``obj`` to its ``status`` subresource (only the status is written)."""
         body = to_dict(obj)
-        return await self._rc(body).update(body, subresource="status", field_manager=self.field_manager)
+        rc = self._rc(body)
+        return _like(obj, await rc.update(body, subresource="status", field_manager=self.field_manager))
 
     async def patch(
         self,
-        obj: Object | msgspec.Struct,
+        obj: W,
         patch: Any,
         *,
         patch_type: dynamic.PatchType = "merge",
         subresource: str = "",
-    ) -> Object:
+    ) -> W:
         """PATCH the object ``obj`` names with ``patch``."""
         body = to_dict(obj)
         name, namespace = _name(body)
-        return await self._rc(body).patch(
+        out = await self._rc(body).patch(
             name,
             patch,
             patch_type=patch_type,
@@ -131,14 +144,13 @@ class Client:
             subresource=subresource,
             field_manager=self.field_manager,
         )
+        return _like(obj, out)
 
-    async def apply(
-        self, obj: Object | msgspec.Struct, *, force: bool = True, subresource: str = ""
-    ) -> Object:
+    async def apply(self, obj: W, *, force: bool = True, subresource: str = "") -> W:
         """Server-side apply ``obj`` as the desired state of the fields it sets, owned by this manager."""
         body = to_dict(obj)
         name, namespace = _name(body)
-        return await self._rc(body).patch(
+        out = await self._rc(body).patch(
             name,
             body,
             patch_type="apply",
@@ -147,6 +159,7 @@ class Client:
             field_manager=self.field_manager,
             force=force,
         )
+        return _like(obj, out)
 
     async def delete(self, obj: Object | msgspec.Struct, **options: Any) -> Object:
         """Delete the object ``obj`` names (``options``: the dynamic client's delete options)."""
@@ -165,6 +178,14 @@ class Client:
 def _name(obj: Object) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("name") or ""), str(meta.get("namespace") or "")
+
+
+def _like(given: W, out: Object) -> W:
+    """The server's ``out`` in the form of ``given``: the same model class, or the dict."""
+    if isinstance(given, dict):
+        return cast(W, out)
+    converted: W = msgspec.convert(out, type(given))
+    return converted
 
 
 def _as(ref: Ref, obj: Object) -> Any:

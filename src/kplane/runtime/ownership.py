@@ -5,21 +5,25 @@ An object has any number of owners and at most one *controller* (the ownerRefere
 upstream: references are the same when API group, kind and name match (version and uid are not
 compared) and an existing one is replaced, not duplicated; a namespaced owner must be in the
 object's namespace and cannot own a cluster-scoped object; an object controlled by someone else
-raises ``AlreadyOwnedError`` instead of gaining a second controller.
+raises ``AlreadyOwnedError`` instead of gaining a second controller. Owners and objects are
+JSON-shaped dicts or typed models (a model's class gives its apiVersion and kind when unset).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kplane.runtime import _meta
+
 Object = dict[str, Any]
+Obj = _meta.Obj
 
 
 class AlreadyOwnedError(Exception):
     """The object already has a different controller: ``owner`` is that ownerReference."""
 
-    def __init__(self, obj: Object, owner: Object) -> None:
-        meta = obj.get("metadata") or {}
+    def __init__(self, obj: Obj, owner: Object) -> None:
+        meta = _meta.view(obj).get("metadata") or {}
         self.object = obj
         self.owner = owner
         super().__init__(
@@ -28,8 +32,9 @@ class AlreadyOwnedError(Exception):
         )
 
 
-def owner_reference(owner: Object, *, controller: bool = False) -> Object:
+def owner_reference(owner: Obj, *, controller: bool = False) -> Object:
     """An ownerReference to ``owner`` (which needs apiVersion, kind, name and uid)."""
+    owner = _meta.view(owner)
     meta = owner.get("metadata") or {}
     for field, value in (("apiVersion", owner.get("apiVersion")), ("kind", owner.get("kind")),
                          ("metadata.name", meta.get("name")), ("metadata.uid", meta.get("uid"))):  # fmt: skip
@@ -47,38 +52,42 @@ def owner_reference(owner: Object, *, controller: bool = False) -> Object:
     return ref
 
 
-def set_controller_reference(owner: Object, obj: Object) -> None:
+def set_controller_reference(owner: Obj, obj: Obj) -> None:
     """Make ``owner`` the controller of ``obj`` (in place); see the module docstring for the rules."""
-    _validate(owner, obj)
-    ref = owner_reference(owner, controller=True)
-    existing = controller_of(obj)
+    owner_view, viewed = _meta.view(owner), _meta.view(obj)
+    _validate(owner_view, viewed)
+    ref = owner_reference(owner_view, controller=True)
+    existing = controller_of(viewed)
     if existing is not None and not _same(existing, ref):
-        raise AlreadyOwnedError(obj, existing)
-    _upsert(obj, ref)
+        raise AlreadyOwnedError(viewed, existing)
+    _upsert(viewed, ref)
+    _meta.write_back(obj, viewed)
 
 
-def set_owner_reference(owner: Object, obj: Object) -> None:
+def set_owner_reference(owner: Obj, obj: Obj) -> None:
     """Add (or refresh) a non-controller reference to ``owner`` on ``obj`` (in place)."""
-    _validate(owner, obj)
-    _upsert(obj, owner_reference(owner))
+    owner_view, viewed = _meta.view(owner), _meta.view(obj)
+    _validate(owner_view, viewed)
+    _upsert(viewed, owner_reference(owner_view))
+    _meta.write_back(obj, viewed)
 
 
-def controller_of(obj: Object) -> Object | None:
-    """The ownerReference with ``controller: true``, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+def controller_of(obj: Obj) -> Object | None:
+    """The ownerReference with ``controller: true``, if any (as a dict)."""
+    for ref in (_meta.view(obj).get("metadata") or {}).get("ownerReferences") or ():
         if ref.get("controller"):
             return dict(ref)
     return None
 
 
-def has_controller_reference(obj: Object) -> bool:
+def has_controller_reference(obj: Obj) -> bool:
     return controller_of(obj) is not None
 
 
-def is_controlled_by(obj: Object, owner: Object) -> bool:
+def is_controlled_by(obj: Obj, owner: Obj) -> bool:
     """Whether ``obj``'s controller is ``owner`` (same uid)."""
     ref = controller_of(obj)
-    return ref is not None and ref.get("uid") == (owner.get("metadata") or {}).get("uid")
+    return ref is not None and ref.get("uid") == (_meta.view(owner).get("metadata") or {}).get("uid")
 
 
 def _validate(owner: Object, obj: Object) -> None:
