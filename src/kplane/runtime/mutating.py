@@ -10,6 +10,11 @@ merge patches instead (status through the status subresource) and can also answe
 ``"updatedStatus"`` (spec and status changed) or ``"updatedStatusOnly"``. These are
 controller-runtime's ``OperationResult`` values.
 
+``obj`` may also be a typed model (a generated one, or a ``markers.kind`` CRD type): ``mutate``
+then receives the model, the comparison and the write see only the fields its class declares (as
+with Go's typed objects: a PUT drops undeclared ones), and ``obj`` is updated in place to the
+server's answer.
+
 ``apply`` (``Client.apply``) is the alternative that needs no read at all: send the fields you want,
 server-side apply merges them and records this manager as their owner.
 """
@@ -19,8 +24,9 @@ from __future__ import annotations
 import enum
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 import orjson
 
 from kplane.api import errors
@@ -28,7 +34,9 @@ from kplane.api.patch import mergepatch
 from kplane.runtime import client as client_mod
 
 Object = dict[str, Any]
-MutateFn = Callable[[Object], Awaitable[None] | None]
+ObjT = TypeVar("ObjT", bound=Object | msgspec.Struct)
+MutateFn = Callable[[ObjT], Awaitable[None] | None]
+"""Sets the desired fields on the object it is given (a dict or a model, as the object passed)."""
 
 
 class OperationResult(enum.StrEnum):
@@ -41,7 +49,7 @@ class OperationResult(enum.StrEnum):
     UPDATED_STATUS_ONLY = "updatedStatusOnly"
 
 
-async def _mutate(fn: MutateFn, obj: Object, key: tuple[str, str]) -> None:
+async def _mutate(fn: MutateFn[Object], obj: Object, key: tuple[str, str]) -> None:
     result = fn(obj)
     if inspect.isawaitable(result):
         await result
@@ -63,9 +71,17 @@ async def _read_into(client: client_mod.Client, obj: Object) -> tuple[tuple[str,
     return key, True
 
 
-async def _read_and_mutate(client: client_mod.Client, obj: Object, mutate: MutateFn) -> Object | None:
-    """Read ``obj`` and mutate it: the state before the mutation, or None if it was created instead."""
+async def _read_and_mutate(
+    client: client_mod.Client,
+    obj: Object,
+    mutate: MutateFn[Object],
+    normalize: Callable[[Object], None] | None = None,
+) -> Object | None:
+    """Read ``obj`` and mutate it: the state before the mutation, or None if it was created instead.
+    ``normalize`` (typed objects) rewrites the read object as its model sees it, before the copy."""
     key, found = await _read_into(client, obj)
+    if found and normalize is not None:
+        normalize(obj)
     if not found:
         await _mutate(mutate, obj, key)
         _replace(obj, await client.create(obj))
@@ -75,9 +91,20 @@ async def _read_and_mutate(client: client_mod.Client, obj: Object, mutate: Mutat
     return before
 
 
-async def create_or_update(client: client_mod.Client, obj: Object, mutate: MutateFn) -> OperationResult:
+async def create_or_update(client: client_mod.Client, obj: ObjT, mutate: MutateFn[ObjT]) -> OperationResult:
     """Make the object match ``mutate`` with a create or a PUT (module docstring); ``obj`` is updated."""
-    before = await _read_and_mutate(client, obj, mutate)
+    if not isinstance(obj, dict):
+        return await _typed(_create_or_update, client, obj, mutate)
+    return await _create_or_update(client, obj, mutate)  # type: ignore[arg-type]  # ObjT is Object here
+
+
+async def _create_or_update(
+    client: client_mod.Client,
+    obj: Object,
+    mutate: MutateFn[Object],
+    normalize: Callable[[Object], None] | None = None,
+) -> OperationResult:
+    before = await _read_and_mutate(client, obj, mutate, normalize)
     if before is None:
         return OperationResult.CREATED
     if before == obj:
@@ -86,9 +113,20 @@ async def create_or_update(client: client_mod.Client, obj: Object, mutate: Mutat
     return OperationResult.UPDATED
 
 
-async def create_or_patch(client: client_mod.Client, obj: Object, mutate: MutateFn) -> OperationResult:
+async def create_or_patch(client: client_mod.Client, obj: ObjT, mutate: MutateFn[ObjT]) -> OperationResult:
     """Like ``create_or_update`` but with merge patches, the status one through its subresource."""
-    before = await _read_and_mutate(client, obj, mutate)
+    if not isinstance(obj, dict):
+        return await _typed(_create_or_patch, client, obj, mutate)
+    return await _create_or_patch(client, obj, mutate)  # type: ignore[arg-type]  # ObjT is Object here
+
+
+async def _create_or_patch(
+    client: client_mod.Client,
+    obj: Object,
+    mutate: MutateFn[Object],
+    normalize: Callable[[Object], None] | None = None,
+) -> OperationResult:
+    before = await _read_and_mutate(client, obj, mutate, normalize)
     if before is None:
         return OperationResult.CREATED
     before_status, after_status = before.pop("status", None), obj.get("status")
@@ -109,6 +147,35 @@ async def create_or_patch(client: client_mod.Client, obj: Object, mutate: Mutate
             return OperationResult.UPDATED_STATUS_ONLY
         case _:
             return OperationResult.NONE
+
+
+_DictOperation = Callable[
+    [client_mod.Client, Object, MutateFn[Object], Callable[[Object], None]], Awaitable[OperationResult]
+]
+
+
+async def _typed(
+    operation: _DictOperation, client: client_mod.Client, obj: msgspec.Struct, mutate: MutateFn[Any]
+) -> OperationResult:
+    """Run the dict ``operation`` for a model: ``mutate`` sees the model, ``obj`` gets the answer."""
+    cls = type(obj)
+
+    def normalize(view: Object) -> None:  # the read object as the model sees it (unknown fields gone)
+        _replace(view, client_mod.to_dict(msgspec.convert(view, cls)))
+
+    async def mutate_model(view: Object) -> None:
+        model = msgspec.convert(view, cls)
+        result = mutate(model)
+        if inspect.isawaitable(result):
+            await result
+        _replace(view, client_mod.to_dict(model))
+
+    view = client_mod.to_dict(obj)
+    result = await operation(client, view, mutate_model, normalize)
+    answer = msgspec.convert(view, cls)
+    for field in msgspec.structs.fields(cls):
+        setattr(obj, field.name, getattr(answer, field.name))
+    return result
 
 
 def _copy(obj: Object) -> Object:

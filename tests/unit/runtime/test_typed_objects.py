@@ -62,3 +62,50 @@ async def test_models_in_models_out_with_helpers(kplane: testing.ControlPlane) -
         assert not finalizers.is_being_deleted(owner)
     finally:
         await manager.api.close()
+
+
+async def test_create_or_update_and_patch_on_models(kplane: testing.ControlPlane) -> None:
+    """The mutate function gets the model; an unchanged model is no write (``unchanged``), and the
+    model passed in holds the server's object afterwards."""
+    assert kplane.config is not None
+    manager = rs.new_manager(kplane.config)
+    seen: list[type] = []
+
+    def want(data: dict[str, str]) -> runtime.mutating.MutateFn[core_v1.ConfigMap]:
+        def mutate(cm: core_v1.ConfigMap) -> None:
+            seen.append(type(cm))
+            cm.data = dict(data)
+
+        return mutate
+
+    def labelled(cm: core_v1.ConfigMap) -> None:
+        assert cm.metadata is not None
+        cm.metadata.labels = {"team": "a"}
+
+    try:
+        cm = core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="cu", namespace="default"))
+        result = await runtime.create_or_update(manager.client, cm, want({"a": "1"}))
+        assert result == runtime.OperationResult.CREATED
+        assert cm.metadata is not None and cm.metadata.uid and cm.data == {"a": "1"}
+        created_rv = cm.metadata.resource_version
+        # The read goes to the cache: wait until it has the object.
+        await testing.eventually(lambda: manager.client.get(core_v1.ConfigMap, "cu", "default"))
+        result = await runtime.create_or_update(manager.client, cm, want({"a": "1"}))
+        assert result == runtime.OperationResult.NONE
+        assert cm.metadata is not None and cm.metadata.resource_version == created_rv
+        result = await runtime.create_or_update(manager.client, cm, want({"b": "2"}))
+        assert result == runtime.OperationResult.UPDATED
+        assert (
+            cm.data == {"b": "2"} and cm.metadata is not None and cm.metadata.resource_version != created_rv
+        )
+
+        async def updated_in_cache() -> bool:
+            cached = await manager.client.get(core_v1.ConfigMap, "cu", "default")
+            return cached.data == {"b": "2"}
+
+        await testing.eventually(updated_in_cache)
+        assert await runtime.create_or_patch(manager.client, cm, labelled) == runtime.OperationResult.UPDATED
+        assert cm.metadata is not None and cm.metadata.labels == {"team": "a"} and cm.data == {"b": "2"}
+        assert set(seen) == {core_v1.ConfigMap}
+    finally:
+        await manager.api.close()
