@@ -93,18 +93,10 @@ async def _read_and_mutate(
 
 async def create_or_update(client: client_mod.Client, obj: ObjT, mutate: MutateFn[ObjT]) -> OperationResult:
     """Make the object match ``mutate`` with a create or a PUT (module docstring); ``obj`` is updated."""
-    if not isinstance(obj, dict):
-        return await _typed(_create_or_update, client, obj, mutate)
-    return await _create_or_update(client, obj, mutate)  # type: ignore[arg-type]  # ObjT is Object here
+    return await _run(_update, client, obj, mutate)
 
 
-async def _create_or_update(
-    client: client_mod.Client,
-    obj: Object,
-    mutate: MutateFn[Object],
-    normalize: Callable[[Object], None] | None = None,
-) -> OperationResult:
-    before = await _read_and_mutate(client, obj, mutate, normalize)
+async def _update(client: client_mod.Client, obj: Object, before: Object | None) -> OperationResult:
     if before is None:
         return OperationResult.CREATED
     if before == obj:
@@ -115,18 +107,10 @@ async def _create_or_update(
 
 async def create_or_patch(client: client_mod.Client, obj: ObjT, mutate: MutateFn[ObjT]) -> OperationResult:
     """Like ``create_or_update`` but with merge patches, the status one through its subresource."""
-    if not isinstance(obj, dict):
-        return await _typed(_create_or_patch, client, obj, mutate)
-    return await _create_or_patch(client, obj, mutate)  # type: ignore[arg-type]  # ObjT is Object here
+    return await _run(_patch, client, obj, mutate)
 
 
-async def _create_or_patch(
-    client: client_mod.Client,
-    obj: Object,
-    mutate: MutateFn[Object],
-    normalize: Callable[[Object], None] | None = None,
-) -> OperationResult:
-    before = await _read_and_mutate(client, obj, mutate, normalize)
+async def _patch(client: client_mod.Client, obj: Object, before: Object | None) -> OperationResult:
     if before is None:
         return OperationResult.CREATED
     before_status, after_status = before.pop("status", None), obj.get("status")
@@ -149,15 +133,21 @@ async def _create_or_patch(
             return OperationResult.NONE
 
 
-_DictOperation = Callable[
-    [client_mod.Client, Object, MutateFn[Object], Callable[[Object], None]], Awaitable[OperationResult]
-]
+_Write = Callable[[client_mod.Client, Object, "Object | None"], Awaitable[OperationResult]]
+"""The write step: the mutated object and its state before the mutation (None: it was created)."""
+
+
+async def _run(write: _Write, client: client_mod.Client, obj: Any, mutate: MutateFn[Any]) -> OperationResult:
+    """Read, mutate, then ``write``; a model goes through its dict view (``_typed``)."""
+    if isinstance(obj, dict):
+        return await write(client, obj, await _read_and_mutate(client, obj, mutate))
+    return await _typed(write, client, obj, mutate)
 
 
 async def _typed(
-    operation: _DictOperation, client: client_mod.Client, obj: msgspec.Struct, mutate: MutateFn[Any]
+    write: _Write, client: client_mod.Client, obj: msgspec.Struct, mutate: MutateFn[Any]
 ) -> OperationResult:
-    """Run the dict ``operation`` for a model: ``mutate`` sees the model, ``obj`` gets the answer."""
+    """``_run`` for a model: ``mutate`` sees the model, ``obj`` gets the server's answer."""
     cls = type(obj)
 
     def normalize(view: Object) -> None:  # the read object as the model sees it (unknown fields gone)
@@ -171,7 +161,7 @@ async def _typed(
         _replace(view, client_mod.to_dict(model))
 
     view = client_mod.to_dict(obj)
-    result = await operation(client, view, mutate_model, normalize)
+    result = await write(client, view, await _read_and_mutate(client, view, mutate_model, normalize))
     answer = msgspec.convert(view, cls)
     for field in msgspec.structs.fields(cls):
         setattr(obj, field.name, getattr(answer, field.name))
