@@ -208,6 +208,9 @@ class RetryWatcher:
     ``stream``, if given, is an already open raw stream consumed first (the reflector hands over
     its WatchList stream this way). ``resource_version`` must not be ``""`` or ``"0"``: those ask
     for a fresh snapshot, not a resumption.
+
+    ``failing_since`` is the clock's monotonic time of the first of the failed watch requests in a
+    row (``None`` while watches work: an event arrived or a stream ended normally since).
     """
 
     def __init__(
@@ -230,6 +233,7 @@ class RetryWatcher:
         self._backoff = backoff or backoff_mod.reflector_backoff(self._clock, rand=_rand)
         self._stream = stream
         self._rand = _rand
+        self.failing_since: float | None = None
 
     @property
     def resource_version(self) -> str:
@@ -253,6 +257,7 @@ class RetryWatcher:
                     )
                 async for event in stream:
                     seen += 1
+                    self.failing_since = None
                     rv = event.resource_version
                     if rv:
                         self._rv = rv
@@ -261,10 +266,13 @@ class RetryWatcher:
                     yield event
                 if seen == 0 and self._clock.monotonic() - started < VERY_SHORT_WATCH:
                     raise VeryShortWatchError("very short watch: the server closed it at once, with no event")
+                self.failing_since = None
                 continue  # an ordinary end: reopen at once from the last resourceVersion
             except Exception as err:
                 if not is_retriable(err):
                     raise
+                if self.failing_since is None:
+                    self.failing_since = self._clock.monotonic()
                 delay = self._backoff.step()
                 log.info("watch from resourceVersion %s failed (%s); retrying in %.1fs", self._rv, err, delay)
             finally:

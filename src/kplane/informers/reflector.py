@@ -116,7 +116,8 @@ class Reflector:
 
     ``run()`` never returns on its own; cancel it to stop. ``has_synced()`` is true once the first
     ``replace`` reached the store. ``last_sync_resource_version`` is the resourceVersion the store
-    is known to reflect.
+    is known to reflect. ``failing_since`` is the clock's monotonic time since which lists and
+    watches have kept failing (``None`` while the store is being kept current).
     """
 
     def __init__(
@@ -139,6 +140,8 @@ class Reflector:
         self._rv_unavailable = False
         self._synced = False
         self._synced_event = asyncio.Event()
+        self._failing_since: float | None = None
+        self._watcher: watch_mod.RetryWatcher | None = None
         self.relists = 0
         """How many times the store was replaced (the first sync included)."""
 
@@ -148,6 +151,13 @@ class Reflector:
 
     def has_synced(self) -> bool:
         return self._synced
+
+    @property
+    def failing_since(self) -> float | None:
+        """When the current run of failed lists and watches began (``None``: not failing)."""
+        if self._failing_since is not None:
+            return self._failing_since
+        return self._watcher.failing_since if self._watcher is not None else None
 
     async def wait_for_sync(self) -> None:
         """Return once the first ``replace`` has reached the store."""
@@ -164,6 +174,10 @@ class Reflector:
                 log.info("%s: %s; relisting", self._opts.name, err)
             except Exception as err:
                 log.warning("%s: list and watch failed: %s", self._opts.name, err, exc_info=True)
+                if self._failing_since is None:
+                    since = self.failing_since
+                    self._failing_since = self._clock.monotonic() if since is None else since
+            self._watcher = None
             await self._clock.sleep(self._backoff.step())
 
     # One round.
@@ -182,7 +196,7 @@ class Reflector:
                 log.info("%s: WatchList sync failed (%s); listing instead", self._opts.name, err)
         if stream is None:
             await self._list_sync()
-        watcher = watch_mod.RetryWatcher(
+        watcher = self._watcher = watch_mod.RetryWatcher(
             self._lw,
             self._last_rv,
             bookmarks=True,
@@ -296,6 +310,7 @@ class Reflector:
         listed = [transform(obj) for obj in items] if transform is not None else builtins.list(items)
         self._store.replace(listed, rv)
         self._last_rv = rv
+        self._failing_since = None
         self.relists += 1
         if not self._synced:
             self._synced = True

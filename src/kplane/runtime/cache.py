@@ -39,7 +39,8 @@ class Cache:
         clock: clock_mod.Clock | None = None,
         sync_timeout: float = 120.0,
     ) -> None:
-        self._factory = factory_mod.SharedInformerFactory(client, options, clock=clock)
+        self._clock: clock_mod.Clock = clock or clock_mod.RealClock()
+        self._factory = factory_mod.SharedInformerFactory(client, options, clock=self._clock)
         self._client = client
         self._informers: dict[dynamic.Resource, informer_mod.SharedIndexInformer[Any]] = {}
         self._synced: dict[dynamic.Resource, Any] = {}  # lister of each synced informer, by Resource
@@ -74,12 +75,21 @@ class Cache:
         """True when every informer has synced and is still running (``/readyz``)."""
         return all(inf.has_synced() for inf in self._informers.values())
 
+    def failing_informers(self, grace: float) -> builtins.list[str]:
+        """Resources whose informer has kept failing to list and watch for more than ``grace``
+        seconds (e.g. the API server is unreachable): their cache no longer follows the server."""
+        now = self._clock.monotonic()
+        out = []
+        for res, inf in self._informers.items():
+            since = inf.reflector.failing_since if inf.reflector is not None else None
+            if since is not None and now - since > grace:
+                out.append(_name(res))
+        return out
+
     def stopped_informers(self) -> builtins.list[str]:
         """Resources whose informer was started and is no longer running (it cannot watch)."""
         return [
-            f"{res.plural}.{res.group}" if res.group else res.plural
-            for res, inf in self._informers.items()
-            if inf.has_synced() and not inf.is_running()
+            _name(res) for res, inf in self._informers.items() if inf.has_synced() and not inf.is_running()
         ]
 
     async def stop(self) -> None:
@@ -129,3 +139,7 @@ class Cache:
 def _copy(obj: Object) -> Object:
     out: Object = orjson.loads(orjson.dumps(obj))
     return out
+
+
+def _name(res: dynamic.Resource) -> str:
+    return f"{res.plural}.{res.group}" if res.group else res.plural

@@ -311,6 +311,12 @@ class Manager:
         stopped = self.cache.stopped_informers()
         if stopped:
             raise RuntimeError(f"informers not running: {', '.join(stopped)}")
+        grace = self.options.watch_failure_grace
+        failing = self.cache.failing_informers(grace)
+        if failing:
+            raise RuntimeError(
+                f"informers failing to list and watch for over {grace:g}s: {', '.join(failing)}"
+            )
 
 
 def _group(runnable: Runnable) -> str:

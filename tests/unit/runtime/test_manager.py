@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from kplane import runtime, testing
+from kplane.client import typed
 from kplane.runtime import serving
 from tests.e2e import runtime_support as rs
 
@@ -193,3 +194,40 @@ async def test_metrics_on_a_unix_socket_owner_only(tmp_path: Path) -> None:
     finally:
         await server.close()
     assert not path.exists()
+
+
+async def test_readyz_fails_while_watches_keep_failing(kplane_clock: testing.AutoAdvancingClock) -> None:
+    """An informer whose watches keep failing (every stream cut at its first event, which each
+    resumed watch replays) makes /readyz fail once that has lasted longer than
+    ``watch_failure_grace``; when a watch works again, the event it delivers makes it ready."""
+    plan = testing.FaultPlan(testing.DropWatches(after_lines=(0, 0)), seed=0)
+    async with testing.ControlPlane(faults=plan) as cp:
+        assert cp.config is not None
+        manager = runtime.Manager(
+            options=runtime.ManagerOptions(
+                metrics_bind_address="0", health_probe_bind_address="127.0.0.1:0", watch_failure_grace=60
+            ),
+            api=typed.Client(cp.config),
+            clock=kplane_clock,
+        )
+        await manager.cache.informer("configmaps")
+        async with rs.running(manager):
+            probes = manager.servers["probes"].url
+            assert await _get(probes + "/readyz") == (200, "ok")
+            await cp.client.dynamic.resource("configmaps", "default").create({"metadata": {"name": "w"}})
+
+            async def unready() -> str:
+                status, body = await _get(probes + "/readyz?verbose")
+                assert status == 500
+                return body
+
+            body = await testing.eventually(unready, timeout=20)
+            assert "[-]cache failed: informers failing to list and watch for over 60s: configmaps" in body
+            assert kplane_clock.monotonic() > 60  # the fake clock ran through the reflector's backoff
+            with plan.paused():
+
+                async def ready() -> bool:
+                    return await _get(probes + "/readyz") == (200, "ok")
+
+                await testing.eventually(ready, timeout=20)
+    assert plan.count(testing.DropWatches) > 2
