@@ -70,6 +70,9 @@ def test_scaffolded_project_tests_pass(tmp_path: Path) -> None:
     # The generated code is lint-clean as generated (the project's own ruff settings).
     lint = run_in(root, "-m", "ruff", "check", "--no-cache", ".")
     assert lint.returncode == 0, lint.stdout + lint.stderr
+    # ... and type-checks strictly, as the README promises.
+    typed = run_in(root, "-m", "mypy", "--strict", "--no-incremental", "ship_ops", "tests")
+    assert typed.returncode == 0, typed.stdout + typed.stderr
 
     # `make manifests`' commands: the CRD and the role come from the project's code.
     gen = [*("-m", "kplane.cli.main", "generate")]
