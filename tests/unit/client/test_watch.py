@@ -70,6 +70,24 @@ async def test_errors_back_off_with_the_reflector_numbers() -> None:
     await _fake.until(first.done, clock, step=0.5)
     assert first.result().object["metadata"]["name"] == "a"
     assert clock.sleeps == pytest.approx([0.8, 1.6, 3.2])
+    assert w.failing_since is None  # an event came through: not failing any more
+    await it.aclose()  # type: ignore[attr-defined]
+
+
+async def test_failing_since_is_the_first_failure_of_the_run() -> None:
+    """``failing_since`` is when the current run of failed watch requests began (readiness reads it)."""
+    lw = _fake.FakeListerWatcher()
+    lw.upsert("a")
+    clock = RecordingClock()
+    w = watch_mod.RetryWatcher(Failing(lw, 3), "1", clock=clock, _rand=lambda: 0.0)
+    assert w.failing_since is None
+    started = clock.monotonic()
+    it = aiter(w)
+    first = asyncio.ensure_future(anext(it))
+    await _fake.until(lambda: len(clock.sleeps) >= 2, clock)
+    assert w.failing_since == started and clock.monotonic() >= started + 0.8  # the first failure's time
+    await _fake.until(first.done, clock, step=0.5)
+    assert w.failing_since is None
     await it.aclose()  # type: ignore[attr-defined]
 
 
