@@ -1,9 +1,9 @@
 """``python -m examples.webapp``: run the WebApp operator against ``$KUBECONFIG``'s cluster."""
 
 import asyncio
-import logging
 
 from examples.webapp import operator
+from kplane.runtime import log
 
-logging.basicConfig(level=logging.INFO)
+log.configure()  # each reconcile's lines carry controller, namespace, name and reconcileID
 asyncio.run(operator.main())

@@ -40,11 +40,12 @@ PACKAGE_INIT = '''"""The $project operator (made with ``kplane init``)."""
 PACKAGE_MAIN = '''"""``python -m $package``: run the operator against the cluster of ``$$KUBECONFIG``."""
 
 import asyncio
-import logging
+
+from kplane.runtime import log
 
 from $package import main
 
-logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+log.configure()  # lines end with controller=... reconcileID=...; json=True writes JSON lines
 asyncio.run(main.main())
 '''
 

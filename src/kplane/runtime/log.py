@@ -3,16 +3,20 @@
 Each reconcile runs with a ``logging.LoggerAdapter`` bound to ``controller``, ``namespace``, ``name``
 and ``reconcileID`` (a fresh id per pass, as controller-runtime's); ``logger()`` returns it from
 inside a reconciler (controller-runtime's ``log.FromContext(ctx)``), so a reconciler's lines carry
-the same fields as the framework's. ``JSONFormatter`` writes one JSON object per line with those
-fields as keys; the default formatter shows them as ``key=value`` after the message.
+the same fields as the framework's. The fields travel on each record as ``record.kv``, beside the
+message (which they do not change): ``logging``'s default formatter does not show them.
+``configure()`` (controller-runtime's ``ctrl.SetLogger(zap.New())`` in a ``main``) installs a
+handler that does: ``KeyValueFormatter`` writes them as ``key=value`` after the message,
+``JSONFormatter`` one JSON object per line with them as keys.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
+import sys
 from collections.abc import Mapping, MutableMapping
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -22,8 +26,12 @@ _current: contextvars.ContextVar[logging.LoggerAdapter[logging.Logger] | None] =
 )
 
 
+DEFAULT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+"""``KeyValueFormatter``'s format in ``configure``; the bound fields follow it."""
+
+
 class _Adapter(logging.LoggerAdapter[logging.Logger]):
-    """Adds its fields to each record and to the message as ``key=value``."""
+    """Adds its fields to each record (``record.kv``)."""
 
     def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
         fields: Mapping[str, object] = self.extra or {}
@@ -79,3 +87,12 @@ class KeyValueFormatter(logging.Formatter):
         head, sep, tail = text.partition("\n")
         pairs = " ".join(f"{k}={v}" for k, v in kv.items())
         return f"{head} {pairs}{sep}{tail}"
+
+
+def configure(level: int | str = logging.INFO, *, json: bool = False, stream: IO[str] | None = None) -> None:
+    """Send every log record to ``stream`` (standard error) at ``level`` and above, with the bound
+    fields shown: ``key=value`` after the message, or JSON lines when ``json``. Replaces the root
+    logger's handlers: call it once, in a program's ``main``."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JSONFormatter() if json else KeyValueFormatter(DEFAULT_FORMAT))
+    logging.basicConfig(level=level, handlers=[handler], force=True)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import uuid
 
+import orjson
 import pytest
 
 from kplane._util import clock as clock_mod
@@ -175,6 +177,31 @@ async def test_reconcile_logs_carry_request_and_reconcile_id(caplog: pytest.LogC
     line = log_mod.JSONFormatter().format(failed)
     assert '"reconcileID"' in line and '"name":"a"' in line and '"error":"Traceback' in line
     ctl.queue.shutdown()
+
+
+@pytest.mark.parametrize("json", [False, True], ids=["key-value", "json"])
+def test_configure_shows_the_bound_fields(json: bool) -> None:
+    """``configure`` installs a handler whose lines carry the reconcile's fields (the default
+    formatter, which ``logging.basicConfig`` gives, prints the message alone)."""
+    root = logging.getLogger()
+    saved = (root.level, root.handlers[:])
+    out = io.StringIO()
+    try:
+        log_mod.configure(json=json, stream=out)
+        log_mod.bind(controller="c", namespace="ns", name="a", reconcileID="r-1").info("reconciled %s", 2)
+    finally:
+        root.handlers[:] = saved[1]
+        root.setLevel(saved[0])
+    line = out.getvalue().strip()
+    if json:
+        assert orjson.loads(line) | {"ts": 0} == {
+            "ts": 0, "level": "info", "logger": "kplane.runtime", "msg": "reconciled 2",
+            "controller": "c", "namespace": "ns", "name": "a", "reconcileID": "r-1",
+        }  # fmt: skip
+    else:
+        assert line.endswith(
+            " INFO kplane.runtime reconciled 2 controller=c namespace=ns name=a reconcileID=r-1"
+        )
 
 
 def test_reconcile_ids_are_distinct_version_4_uuids() -> None:
