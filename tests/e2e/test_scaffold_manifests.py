@@ -1,10 +1,10 @@
 """A ``kplane init`` project's manifests apply with the real kubectl and give the manager what it needs.
 
 ``make manifests`` then ``make deploy``'s ``kubectl apply``, against ``kplane serve``: the CRD is
-established, the sample object is accepted, and the manager's service account may do what the
+established, the sample object is accepted, the manager's service account may do what the
 controller declared and what leader election needs (``kubectl auth can-i --as``), as kubebuilder's
 ``config/rbac`` (role.yaml, role_binding.yaml, leader_election_role.yaml, service_account.yaml)
-grants it.
+grants it, and the webhook configurations send the kind's writes to the webhook Service.
 """
 
 from __future__ import annotations
@@ -47,10 +47,17 @@ def test_init_manifests_deploy(server: e2e.Server, tmp_path: Path) -> None:
     assert cli.main(["init", str(root), "--domain", "example.com"]) == 0
     create = ["create", "api", "--project-dir", str(root), "--group", "sea", "--version", "v1"]
     assert cli.main([*create, "--kind", "TideGauge"]) == 0
+    hook = ["create", "webhook", "--project-dir", str(root), "--group", "sea", "--version", "v1"]
+    assert cli.main([*hook, "--kind", "TideGauge", "--defaulting", "--programmatic-validation"]) == 0
     generate(root, "crds", "--paths", "tide_ops.api", "--output-dir", "config/crd/bases")
     generate(root, "rbac", "--paths", "tide_ops.controllers", "--output-dir", "config/rbac",
              "--role-name", "tide-ops-manager-role")  # fmt: skip
-    assert "--role-name tide-ops-manager-role" in (root / "Makefile").read_text()
+    service = "tide-ops-system/tide-ops-webhook-service"
+    generate(root, "webhook", "--paths", "tide_ops.webhooks", "--output-dir", "config/webhook",
+             "--service", service, "--name-prefix", "tide-ops-")  # fmt: skip
+    makefile = (root / "Makefile").read_text()
+    assert "--role-name tide-ops-manager-role" in makefile
+    assert "--service tide-ops-system/tide-ops-webhook-service --name-prefix tide-ops-" in makefile
 
     k = server.kubectl
     # `make deploy`'s apply: the namespace comes first (config/manager), so the namespaced RBAC lands.
@@ -81,3 +88,13 @@ def test_init_manifests_deploy(server: e2e.Server, tmp_path: Path) -> None:
     assert can("create", "events", "-n", "tide-ops-system") == "yes"
     assert can("create", "leases.coordination.k8s.io", "-n", "default") == "no"  # only its namespace
     assert can("delete", "secrets", "-n", "tide-ops-system") == "no"
+
+    # The webhook Service and configurations (applied last: from now on the kind's writes call the
+    # webhooks, which no pod serves here).
+    k("apply", "-f", str(root / "config/webhook"))
+    k("get", "service", "-n", "tide-ops-system", "tide-ops-webhook-service")
+    k("get", "mutatingwebhookconfiguration", "tide-ops-mutating-webhook-configuration")
+    k("get", "validatingwebhookconfiguration", "tide-ops-validating-webhook-configuration")
+    refused = k("create", "-f", "-", check=False, input=sample.read_text().replace("-sample", "-two"))
+    assert refused.returncode != 0
+    assert 'failed calling webhook "mtidegauge-v1.kb.io"' in refused.stderr, refused.stderr

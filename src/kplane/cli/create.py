@@ -8,7 +8,8 @@
   ``--resource false``/``--controller false`` skip either half.
 * ``create webhook --group G --version V --kind K [--defaulting] [--programmatic-validation]``:
   ``<pkg>/webhooks/V/<kind>.py`` (a ``Defaulter`` and/or a ``Validator`` on the typed object,
-  ``setup``), its test, and its line in ``main.py``. The kind must exist (``create api``).
+  ``setup``), its test, its line in ``main.py`` and, for the project's first webhook,
+  ``config/webhook/service.yaml``. The kind must exist (``create api``).
   ``--conversion --spoke v2`` makes this version the hub (``@conversion.hub``) and gives each spoke
   version's type (made with ``create api --version v2 --controller false``) ``convert_to`` and
   ``convert_from`` through the hub (a field-for-field copy to edit), served on ``/convert``.
@@ -277,6 +278,9 @@ def create_webhook(
         if not init.exists():
             written.append(project_mod.write_new(init, f'"""Webhooks of the {proj.name} operator."""\n'))
     written.append(project_mod.write_new(pkg / "webhooks" / version / f"{module}.py", code))
+    service = proj.root / "config" / "webhook" / "service.yaml"
+    if not service.exists():
+        written.append(project_mod.write_new(service, project_mod.render(tw.SERVICE_YAML, **v)))
     written.append(project_mod.write_new(proj.root / "tests" / f"test_{module}_webhook.py", test))
     main = pkg / "main.py"
     alias = f"{module}_{version}_webhook"

@@ -68,7 +68,7 @@ def init(directory: Path, *, domain: str = "example.com", name: str = "", force:
         "config/rbac/role_binding.yaml": t.ROLE_BINDING_YAML,
         "config/rbac/leader_election_role.yaml": t.LEADER_ELECTION_ROLE_YAML,
     }
-    for sub, what in (("api", "API types"), ("controllers", "Controllers")):
+    for sub, what in (("api", "API types"), ("controllers", "Controllers"), ("webhooks", "Webhooks")):
         files[f"{package}/{sub}/__init__.py"] = project_mod.render(t.SUBPACKAGE_INIT, what=what, project=name)
     for rel, template in files.items():
         project_mod.write_new(root / rel, project_mod.render(template, **values), force=force)

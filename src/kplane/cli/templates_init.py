@@ -249,9 +249,13 @@ A Kubernetes operator written in Python with [kplane](https://pypi.org/project/k
   `typing.Annotated` markers from `kplane.runtime.markers`).
 - `$package/controllers/`: one reconciler per kind; RBAC needs declared with `@rbac.permission`.
 - `$package/webhooks/`: defaulting and validating webhooks (`kplane create webhook`).
-- `config/crd/bases/`, `config/rbac/role.yaml`: manifests generated from the code (`make manifests`).
+- `config/crd/bases/`, `config/rbac/role.yaml`, `config/webhook/manifests.yaml`: manifests generated
+  from the code (`make manifests`).
 - `config/rbac/`: also the manager's service account, its role binding and its leader-election role.
-- `config/manager/`: the `$project-system` namespace and the manager's Deployment.
+- `config/manager/`: the `$project-system` namespace and the manager's Deployment;
+  `config/webhook/service.yaml` (`kplane create webhook`): the Service the API server calls. The
+  webhook server's certificate (`--webhook-cert-dir`, a mounted Secret) and the configurations'
+  `caBundle` are yours to provide, as cert-manager does in a kubebuilder project.
 - `config/samples/`: one example object per kind.
 - `tests/`: tests against kplane's in-process control plane (no cluster, starts in milliseconds).
 
@@ -281,17 +285,19 @@ help: ## This help
 test: ## Run the tests against an in-process kplane control plane
 \t$$(PYTHON) -m pytest -q tests
 
-manifests: ## Write CRDs (config/crd/bases) and RBAC (config/rbac) from the code
+manifests: ## Write CRDs (config/crd/bases), RBAC (config/rbac) and webhook configurations from the code
 \t$$(KPLANE) generate crds --paths $$(PACKAGE).api --output-dir config/crd/bases \\
 \t\t--conversion-service $project-system/$project-webhook-service
 \t$$(KPLANE) generate rbac --paths $$(PACKAGE).controllers --output-dir config/rbac \\
 \t\t--role-name $project-manager-role
+\t$$(KPLANE) generate webhook --paths $$(PACKAGE).webhooks --output-dir config/webhook \\
+\t\t--service $project-system/$project-webhook-service --name-prefix $project-
 
 install: manifests ## Install the CRDs into the current kubeconfig's cluster
 \tkubectl apply -f config/crd/bases
 
 deploy: manifests ## Install the CRDs, the namespace, RBAC and the manager (image IMG)
-\tkubectl apply -f config/crd/bases -f config/manager -f config/rbac
+\tkubectl apply -f config/crd/bases -f config/manager -f config/rbac $$(addprefix -f ,$$(wildcard config/webhook))
 \tkubectl set image -n $project-system deployment/$project-controller-manager manager=$$(IMG)
 
 run: manifests ## Run the operator against the current kubeconfig's cluster

@@ -140,3 +140,20 @@ def test_conversion_to_${spoke}_and_back() -> None:
     assert older["apiVersion"] == "$full_group/$spoke"
     assert review("$full_group/$version", older) == stored
 """
+
+SERVICE_YAML = """# The Service the API server calls the webhooks through (config/webhook/manifests.yaml).
+apiVersion: v1
+kind: Service
+metadata:
+  name: $project-webhook-service
+  namespace: $project-system
+  labels:
+    app.kubernetes.io/name: $project
+spec:
+  ports:
+  - port: 443
+    protocol: TCP
+    targetPort: 9443
+  selector:
+    app.kubernetes.io/name: $project
+"""

@@ -58,6 +58,7 @@ def test_scaffolded_project_tests_pass(tmp_path: Path) -> None:
         "config/rbac/service_account.yaml",
         "config/rbac/role_binding.yaml",
         "config/rbac/leader_election_role.yaml",
+        "config/webhook/service.yaml",
     ):
         assert (root / rel).is_file(), rel
     main_py = (pkg / "main.py").read_text()
@@ -87,6 +88,16 @@ def test_scaffolded_project_tests_pass(tmp_path: Path) -> None:
     assert (
         crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["name"] == "ship-ops-webhook-service"
     )
+    hooks = ["--service", "ship-ops-system/ship-ops-webhook-service", "--name-prefix", "ship-ops-"]
+    assert run_in(root, *gen, "webhook", "--paths", "ship_ops.webhooks", *hooks).returncode == 0
+    configs = list(yaml.safe_load_all((root / "config/webhook/manifests.yaml").read_text()))
+    assert [
+        (c["metadata"]["name"], [w["clientConfig"]["service"]["path"] for w in c["webhooks"]])
+        for c in configs
+    ] == [
+        ("ship-ops-mutating-webhook-configuration", ["/mutate-fleet-example-com-v1-frigateship"]),
+        ("ship-ops-validating-webhook-configuration", ["/validate-fleet-example-com-v1-frigateship"]),
+    ]
     role = yaml.safe_load((root / "config/rbac/role.yaml").read_text())
     assert {
         "apiGroups": ["fleet.example.com"],
