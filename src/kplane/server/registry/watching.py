@@ -137,7 +137,15 @@ async def watch_batches(
 
     source.on_terminate(terminated)
     events = aiter(source)
-    pending: asyncio.Future[storage.Event] | None = None  # a step of ``events`` that had to wait
+    loop = asyncio.get_running_loop()
+    # Waiting for the next event: one future, resolved by the source when an event is queued or by
+    # the sleeper (the deadline, the next bookmark) when it fires; no task steps the iteration.
+    waiter: asyncio.Future[None] | None = None
+
+    def wake(_: object) -> None:
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     sleeper: asyncio.Future[None] | None = None
     sleeper_until = 0.0
     try:
@@ -164,7 +172,7 @@ async def watch_batches(
             if now >= opts.deadline:
                 return
             if bookmark_at is not None and now >= bookmark_at:
-                if not source.ready and (pending is None or not pending.done()):
+                if not source.ready:
                     # Nothing is queued for this watcher, so every event up to the store's
                     # revision has been sent: the bookmark may carry it (upstream: the cacher's
                     # last processed resourceVersion).
@@ -176,28 +184,28 @@ async def watch_batches(
                 if bookmark_at is not None and bookmark_at <= sent:
                     bookmark_at = None  # the pre-timeout bookmark was this one
                 continue
-            if pending is None and source.ready:
-                try:
-                    got = await anext(events)
-                except (StopAsyncIteration, storage.StorageError):
-                    return  # the source ended, or terminated this watcher: the stream ends (upstream)
-            else:
-                if pending is None:
-                    pending = asyncio.ensure_future(anext(events))
-                wake = opts.deadline if bookmark_at is None else min(opts.deadline, bookmark_at)
-                if sleeper is None or sleeper_until != wake:
+            if not source.ready:
+                wake_at = opts.deadline if bookmark_at is None else min(opts.deadline, bookmark_at)
+                if sleeper is None or sleeper_until != wake_at:
                     if sleeper is not None:
                         sleeper.cancel()
-                    sleeper, sleeper_until = asyncio.ensure_future(clock.sleep(wake - now)), wake
-                await asyncio.wait((pending, sleeper), return_when=asyncio.FIRST_COMPLETED)
+                    sleeper, sleeper_until = asyncio.ensure_future(clock.sleep(wake_at - now)), wake_at
+                    sleeper.add_done_callback(wake)
+                waiter = loop.create_future()
+                source.wake_when_ready(waiter)
+                await waiter
+                waiter = None
                 if sleeper.done():
                     sleeper = None
-                if not pending.done():
-                    continue
-                step, pending = pending, None
-                if step.exception() is not None:
-                    return
-                got = step.result()
+                if not source.ready:
+                    continue  # the sleeper's time (or a replaced sleeper's end): check the clock
+            try:
+                got = await anext(events)
+            except (StopAsyncIteration, storage.StorageError):
+                return  # the source ended, or terminated this watcher: the stream ends (upstream)
+            except Exception as err:  # a source that failed otherwise (its history unreadable) ends too
+                _log.warning("watch of %s ended: %s", record.group_resource, err)
+                return
             last = got.revision
             item = _filter(got, sel)
             batch = [item] if item is not None else []
@@ -219,11 +227,10 @@ async def watch_batches(
                 return
     finally:
         source.close()
-        for task in (pending, sleeper):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+        if sleeper is not None:
+            sleeper.cancel()
+            with contextlib.suppress(BaseException):
+                await sleeper
 
 
 def _filter(ev: storage.Event, sel: selection.Selection) -> WatchItem | None:

@@ -26,6 +26,7 @@ the authenticated user of the request).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -237,6 +238,12 @@ class Watch(Protocol):
         """Have ``callback(error)`` called once, synchronously and at once, if the watch is terminated
         with an error (never after ``close`` or a graceful end): lets a consumer busy elsewhere (e.g.
         blocked writing to a slow socket) give up without waiting for its next step."""
+        ...
+
+    def wake_when_ready(self, waiter: asyncio.Future[None]) -> None:
+        """Resolve ``waiter`` (unless it is done by then) once ``ready`` is true: at once if it is
+        now. One waiter at a time (a later call replaces it). Lets a consumer that must also wake on
+        a timer wait for the next event with one future, not a task stepping the iteration."""
         ...
 
     def close(self) -> None: ...

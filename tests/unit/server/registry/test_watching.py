@@ -240,3 +240,26 @@ async def test_bookmark_due_while_events_are_queued_carries_the_last_sent_revisi
     assert mark[0].object["metadata"]["resourceVersion"] == "4"
     assert _names(await _next_batch(stream)) == ["c3", "c4"]
     await stream.aclose()
+
+
+async def test_an_idle_watch_waits_without_a_task_per_event() -> None:
+    """Waiting for the next event is one future the storage watch resolves: besides the consumer,
+    only the sleeper for the deadline is a task, before and after events arrive."""
+    fake = clock.FakeClock()
+    store = memory.MemoryStorage()
+    record = _record()
+    await store.create(record.key(NS, "a"), _cm("a"))
+    opts = watching.WatchOptions(resource_version="1", deadline=60.0)
+    stream = _items(watching.watch_batches(store, record, NS, opts, fake))
+    before = set(asyncio.all_tasks())
+    for i in range(3):
+        task = asyncio.ensure_future(anext(stream))
+        await _settle()
+        assert not task.done()
+        assert len(asyncio.all_tasks() - before) == 2  # the consumer and the sleeper
+        await store.create(record.key(NS, f"b{i}"), _cm(f"b{i}"))
+        item = await asyncio.wait_for(task, 2)
+        assert item.object["metadata"]["name"] == f"b{i}"
+    await stream.aclose()
+    await _settle()
+    assert asyncio.all_tasks() == before  # the sleeper is gone with the stream

@@ -37,6 +37,7 @@ class QueueWatch:
         "_capacity",
         "_closed",
         "_error",
+        "_loading",
         "_on_close",
         "_on_terminate",
         "_queue",
@@ -63,6 +64,7 @@ class QueueWatch:
         self._on_close = on_close
         self._on_terminate: list[Callable[[interface.StorageError], None]] = []
         self._waiter: asyncio.Future[None] | None = None
+        self._loading: asyncio.Future[None] | None = None  # the backlog's load, once started
         self._closed = False
         self._error: interface.StorageError | None = None
 
@@ -83,6 +85,16 @@ class QueueWatch:
             callback(self._error)
         elif not self._closed:
             self._on_terminate.append(callback)
+
+    def wake_when_ready(self, waiter: asyncio.Future[None]) -> None:
+        """Resolve ``waiter`` once ``ready`` is true (at once if it is); starts loading the backlog."""
+        if self._backlog is not None:
+            self._start_loading()
+        if self.ready:
+            if not waiter.done():
+                waiter.set_result(None)
+        else:
+            self._waiter = waiter
 
     def push(self, event: interface.Event) -> None:
         """Queue one live event; terminates the watcher if its queue is full. Never blocks."""
@@ -138,7 +150,8 @@ class QueueWatch:
 
     async def __anext__(self) -> interface.Event:
         if self._backlog is not None:
-            await self._load_backlog()
+            # shielded: a step cancelled during the load leaves it running, the next step awaits it
+            await asyncio.shield(self._start_loading())
         queue = self._queue
         while True:
             if queue:
@@ -153,13 +166,18 @@ class QueueWatch:
             finally:
                 self._waiter = None
 
+    def _start_loading(self) -> asyncio.Future[None]:
+        """The backlog's load: one task for the watch's life, started by whoever needs it first."""
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(self._load_backlog())
+            self._loading.add_done_callback(_retrieved)  # a failed load ends the watch (``close``)
+        return self._loading
+
     async def _load_backlog(self) -> None:
         backlog = self._backlog
         assert backlog is not None
         try:
             events = list(await backlog())
-        except asyncio.CancelledError:
-            raise  # ``_backlog`` is still set: the next step loads it again
         except BaseException:
             self.close()
             raise
@@ -169,6 +187,14 @@ class QueueWatch:
         # Live events pushed meanwhile are newer than the backlog; the backlog is not live budget.
         self._queue.extendleft(reversed(events))
         self._capacity += len(events)
+        waiter = self._waiter
+        if self._queue and waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+def _retrieved(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 Listener = Callable[[interface.Event], None]

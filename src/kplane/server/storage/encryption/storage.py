@@ -18,6 +18,7 @@ every Secret moves them to a new key.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import builtins
@@ -226,6 +227,9 @@ class _DecryptingWatch:
 
     def on_terminate(self, callback: Callable[[interface.StorageError], None]) -> None:
         self._inner.on_terminate(callback)
+
+    def wake_when_ready(self, waiter: asyncio.Future[None]) -> None:
+        self._inner.wake_when_ready(waiter)
 
     def close(self) -> None:
         self._inner.close()

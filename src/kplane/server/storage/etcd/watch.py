@@ -96,6 +96,13 @@ class EtcdWatch:
     def on_terminate(self, callback: Callable[[interface.StorageError], None]) -> None:
         self._on_terminate.append(callback)
 
+    def wake_when_ready(self, waiter: asyncio.Future[None]) -> None:
+        if self.ready:
+            if not waiter.done():
+                waiter.set_result(None)
+        else:
+            self._waiter = waiter
+
     def on_progress(self, callback: Callable[[int], None]) -> None:
         """Have ``callback(revision)`` called when the iteration passes a progress notification:
         every event up to ``revision`` under the prefix has been taken from this watch."""
