@@ -54,7 +54,7 @@ def parse(method: str, path: str, *, watch_param: str | None = None) -> RequestI
     A path with too few segments to name a resource (``/api``, ``/apis/apps``) is returned as a
     non-resource request carrying its ``parts`` so discovery can serve it.
     """
-    parts = tuple(p for p in path.split("/") if p)
+    parts = tuple(filter(None, path.split("/")))  # the non-empty segments
     if not parts or parts[0] not in ("api", "apis"):
         return RequestInfo(False, path, parts=parts)
     if parts[0] == "api":

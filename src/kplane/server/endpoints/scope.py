@@ -45,6 +45,13 @@ def audit_annotations(request: web.BaseRequest) -> dict[str, str]:
         return {}
 
 
+_REQUESTERS: dict[int, tuple[authn.UserInfo, Requester]] = {}
+"""A user's ``Requester``, shared by its requests: the authenticator keeps one ``UserInfo`` per
+credential, so its identity keys this bounded memo (an entry holds the user, so the id is not
+reused meanwhile). Every reader copies what it keeps of a ``Requester``."""
+_REQUESTERS_BOUND = 4096
+
+
 @dataclass(slots=True)
 class Scope:
     request: web.BaseRequest
@@ -112,8 +119,15 @@ class Scope:
             user = self.request[authn.USER_KEY]  # the authentication filter set it
         except KeyError:
             return None
+        hit = _REQUESTERS.get(id(user))
+        if hit is not None and hit[0] is user:
+            return hit[1]
         extra = {k: list(v) for k, v in user.extra.items()}
-        return Requester(user.name, user.uid, tuple(user.groups), extra)
+        found = Requester(user.name, user.uid, tuple(user.groups), extra)
+        if len(_REQUESTERS) >= _REQUESTERS_BOUND:
+            _REQUESTERS.clear()
+        _REQUESTERS[id(user)] = (user, found)
+        return found
 
     def headers(self, content_type: str) -> dict[str, str]:
         hdrs = {"Content-Type": content_type}
