@@ -17,6 +17,7 @@ clients given a ``session_factory`` use an aiohttp session.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -343,15 +344,32 @@ async def _new_pool(config: config_mod.Config, server_hostname: str | None) -> h
     )
 
 
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
+_NEEDS_QUOTE = re.compile(r"[^A-Za-z0-9/%:@!$&'()*+,;=._~-]").search
+"""A character ``quote(..., safe=_PATH_SAFE)`` would change (one C call; most paths have none)."""
+_QUERIES: dict[tuple[tuple[str, str], ...], str] = {}
+_QUERIES_BOUND = 256
+
+
 def _target(prefix: str, path: str, params: list[tuple[str, str]] | None) -> str:
     """The request target: ``path`` percent-encoded where it must be (its own ``?query`` kept as
-    given), then ``params`` encoded."""
+    given), then ``params`` encoded (an operator sends the same few queries again and again: their
+    encodings are kept in a bounded memo)."""
     path, sep, own = path.partition("?")
-    out = quote(prefix + path, safe="/%:@!$&'()*+,;=-._~")
+    out = prefix + path
+    if _NEEDS_QUOTE(out):
+        out = quote(out, safe=_PATH_SAFE)
     if sep:
         out += "?" + own
     if params:
-        out += ("&" if sep else "?") + urlencode(params, quote_via=quote)
+        key = tuple(params)
+        query = _QUERIES.get(key)
+        if query is None:
+            query = urlencode(params, quote_via=quote)
+            if len(_QUERIES) >= _QUERIES_BOUND:
+                _QUERIES.clear()
+            _QUERIES[key] = query
+        out += ("&" if sep else "?") + query
     return out
 
 

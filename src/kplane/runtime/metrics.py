@@ -11,10 +11,10 @@ A private registry per manager keeps two managers in one process (tests) from co
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import prometheus_client
 
+from kplane._util import promseries
 from kplane.workqueue import metrics as workqueue_metrics
 
 RESULTS = ("success", "error", "requeue", "requeue_after")
@@ -32,14 +32,14 @@ REQUEST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0,
 class ControllerMetrics:
     """The series of one controller, resolved once so the reconcile loop does no label lookups."""
 
-    total: dict[str, Any]
-    errors: Any
-    terminal_errors: Any
-    panics: Any
-    timeouts: Any
-    time: Any
-    active_workers: Any
-    max_concurrent: Any
+    total: dict[str, promseries.CounterSeries]
+    errors: promseries.CounterSeries
+    terminal_errors: promseries.CounterSeries
+    panics: promseries.CounterSeries
+    timeouts: promseries.CounterSeries
+    time: promseries.HistogramSeries
+    active_workers: promseries.GaugeSeries
+    max_concurrent: promseries.GaugeSeries
 
 
 class Metrics:
@@ -48,14 +48,16 @@ class Metrics:
     def __init__(self, registry: prometheus_client.CollectorRegistry | None = None) -> None:
         reg = self.registry = registry or prometheus_client.CollectorRegistry()
 
-        def counter(name: str, doc: str, labels: list[str]) -> Any:
-            return prometheus_client.Counter(name, doc, labels, registry=reg)
+        def counter(name: str, doc: str, labels: list[str]) -> promseries.Counter:
+            return promseries.Counter(name, doc, labels, reg)
 
-        def gauge(name: str, doc: str, labels: list[str]) -> Any:
-            return prometheus_client.Gauge(name, doc, labels, registry=reg)
+        def gauge(name: str, doc: str, labels: list[str]) -> promseries.Gauge:
+            return promseries.Gauge(name, doc, labels, reg)
 
-        def histogram(name: str, doc: str, labels: list[str], buckets: tuple[float, ...]) -> Any:
-            return prometheus_client.Histogram(name, doc, labels, buckets=buckets, registry=reg)
+        def histogram(
+            name: str, doc: str, labels: list[str], buckets: tuple[float, ...]
+        ) -> promseries.Histogram:
+            return promseries.Histogram(name, doc, labels, reg, buckets=buckets)
 
         ctl = ["controller"]
         prefix = "controller_runtime_"
@@ -89,13 +91,15 @@ class Metrics:
             prefix + "webhook_latency_seconds",
             "Seconds per webhook request",
             hook,
-            prometheus_client.Histogram.DEFAULT_BUCKETS,
+            prometheus_client.Histogram.DEFAULT_BUCKETS[:-1],  # +Inf is every histogram's own
         )
         self.webhook_in_flight = gauge(
             prefix + "webhook_requests_in_flight", "Webhook requests being served", hook
         )
         self.leader = gauge("leader_election_master_status", "1 while this process holds the lease", ["name"])
-        self._request_series: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        self._request_series: dict[
+            tuple[str, str, str], tuple[promseries.CounterSeries, promseries.HistogramSeries]
+        ] = {}
         self.queue_provider = workqueue_metrics.PrometheusMetricsProvider(reg, controller_label=True)
 
     def controller(self, name: str, max_concurrent_reconciles: int) -> ControllerMetrics:

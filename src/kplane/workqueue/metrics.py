@@ -101,45 +101,45 @@ class PrometheusMetricsProvider:
     def __init__(self, registry: Any = None, *, controller_label: bool = False) -> None:
         import prometheus_client
 
+        from kplane._util import promseries
+
         reg = prometheus_client.REGISTRY if registry is None else registry
         self._controller_label = controller_label
         labels = ["name", "controller"] if controller_label else ["name"]
-        self._depth = prometheus_client.Gauge(
-            "workqueue_depth", "Current depth of workqueue", labels, registry=reg
+        self._depth = promseries.Gauge("workqueue_depth", "Current depth of workqueue", labels, reg)
+        self._adds = promseries.Counter(
+            "workqueue_adds", "Total number of adds handled by workqueue", labels, reg
         )
-        self._adds = prometheus_client.Counter(
-            "workqueue_adds", "Total number of adds handled by workqueue", labels, registry=reg
-        )
-        self._queue_duration = prometheus_client.Histogram(
+        self._queue_duration = promseries.Histogram(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
             labels,
+            reg,
             buckets=DURATION_BUCKETS,
-            registry=reg,
         )
-        self._work_duration = prometheus_client.Histogram(
+        self._work_duration = promseries.Histogram(
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes.",
             labels,
+            reg,
             buckets=DURATION_BUCKETS,
-            registry=reg,
         )
-        self._unfinished = prometheus_client.Gauge(
+        self._unfinished = promseries.Gauge(
             "workqueue_unfinished_work_seconds",
             "How many seconds of work has been done that is in progress and hasn't been "
             "observed by work_duration. Large values indicate stuck threads. One can deduce "
             "the number of stuck threads by observing the rate at which this increases.",
             labels,
-            registry=reg,
+            reg,
         )
-        self._longest = prometheus_client.Gauge(
+        self._longest = promseries.Gauge(
             "workqueue_longest_running_processor_seconds",
             "How many seconds has the longest running processor for workqueue been running.",
             labels,
-            registry=reg,
+            reg,
         )
-        self._retries = prometheus_client.Counter(
-            "workqueue_retries", "Total number of retries handled by workqueue", labels, registry=reg
+        self._retries = promseries.Counter(
+            "workqueue_retries", "Total number of retries handled by workqueue", labels, reg
         )
 
     def metrics_for(self, name: str) -> QueueMetricSet | None:
