@@ -454,6 +454,42 @@ def test_crd_deletion_completes_while_its_objects_are_written(api: Kube, ns: str
     assert api.get(f"{path}/d0").status == 404
 
 
+# apiextensions-apiserver's customresource_handler.go (serveResource, verb "create"):
+# NewMethodNotSupported with this message, so 405 MethodNotAllowed, details {group, kind: resource}.
+TERMINATING_CREATE = "create not allowed while custom resource definition is terminating"
+
+
+@requires_kubectl
+def test_no_create_while_the_crd_is_terminating(
+    server: Server, api: Kube, k8s: k8s_client.ApiClient, ns: str
+) -> None:
+    """While a CRD waits for its objects' finalizers, a new object is refused (raw, kubectl and the
+    Python client see upstream's 405); the held object can still be written, and once released the
+    CRD goes. Before the delete, the same create works."""
+    name = f"whatsits.{GROUP}"
+    _install(api, _crd("whatsits", "Whatsit", [_version("v1")]))
+    path = f"/apis/{GROUP}/v1/namespaces/{ns}/whatsits"
+    held = {"name": "held", "finalizers": ["e2e.kplane.dev/hold"]}
+    api.ok("POST", path, {"apiVersion": f"{GROUP}/v1", "kind": "Whatsit", "metadata": held})
+    late = {"apiVersion": f"{GROUP}/v1", "kind": "Whatsit", "metadata": {"name": "late"}}
+    api.ok("POST", path, {**late, "metadata": {"name": "early"}})
+    assert api.delete(f"{CRD_PATH}/{name}").status == 200
+
+    st = assert_status(api.post(path, late), 405, "MethodNotAllowed")
+    assert st["message"] == TERMINATING_CREATE
+    assert st["details"] == {"group": GROUP, "kind": "whatsits"}
+    out = server.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(late), check=False)
+    assert out.returncode != 0 and TERMINATING_CREATE in out.stderr, out.stderr
+    with pytest.raises(ApiException) as refused:
+        k8s_client.CustomObjectsApi(k8s).create_namespaced_custom_object(GROUP, "v1", ns, "whatsits", late)
+    assert refused.value.status == 405 and TERMINATING_CREATE in str(refused.value.body)
+
+    assert api.patch(f"{path}/held", {"metadata": {"labels": {"still": "writable"}}}).status == 200
+    assert api.patch(f"{path}/held", {"metadata": {"finalizers": None}}).status == 200
+    poll(lambda: api.get(f"{CRD_PATH}/{name}").status == 404)
+    assert api.get(f"{path}/late").status == 404
+
+
 # The Terminating condition's words, from apiextensions-apiserver: the first delete's in
 # pkg/registry/customresourcedefinition/etcd.go, the finalizer's in
 # pkg/controller/finalizer/crd_finalizer.go.

@@ -52,6 +52,7 @@ class ResourceRecord:
     bumped by writes that change anything but metadata and status.
     ``conversion_webhook``: a CRD's ``spec.conversion.webhook`` when its strategy is ``Webhook``
     (objects stored at another version are converted by calling it), else None.
+    ``terminating``: the resource's CRD is being deleted (its instances go; no new one may be created).
     """
 
     group: str
@@ -77,6 +78,7 @@ class ResourceRecord:
     tracks_generation: bool = False
     storage_group: str | None = None
     conversion_webhook: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    terminating: bool = False
     # Derived once (every request reads them): whether namespaced, the storage prefix, apiVersion.
     namespaced: bool = field(init=False, compare=False, repr=False)
     key_prefix: str = field(init=False, compare=False, repr=False)

@@ -47,6 +47,13 @@ def exact_revision(query: Any) -> int:
 
 
 async def create(scope: Scope) -> web.StreamResponse:
+    record = scope.record
+    if record.terminating:
+        # upstream's crdHandler.serveResource refuses a create (only a create) this way
+        raise errors.MethodNotAllowed(
+            "create not allowed while custom resource definition is terminating",
+            details={"group": record.group, "kind": record.plural},
+        )
     body = await scope.body()
     content_type = scope.request.headers.get("Content-Type")
     obj = negotiation.decode_object(body, content_type, kind=scope.record.kind)

@@ -69,6 +69,7 @@ def crd_records(crd: Object) -> list[ResourceRecord]:
     conversion: Object = raw_conversion if isinstance(raw_conversion, dict) else {}
     webhook = conversion.get("webhook") if conversion.get("strategy") == "Webhook" else None
     webhook = webhook if isinstance(webhook, dict) else None
+    terminating = bool((crd.get("metadata") or {}).get("deletionTimestamp"))
     records = []
     for i, v in enumerate(versions):
         subs = v.get("subresources") or {}
@@ -116,6 +117,7 @@ def crd_records(crd: Object) -> list[ResourceRecord]:
                 preferred=i == 0,
                 tracks_generation=True,
                 conversion_webhook=webhook,
+                terminating=terminating,
             )
         )
     return records
