@@ -434,6 +434,24 @@ def test_crd_deletion_removes_objects_and_discovery(api: Kube, ns: str) -> None:
     api.ok("DELETE", f"{CRD_PATH}/gizmos.{GROUP}")
 
 
+def test_crd_deletion_removes_objects_of_a_version_no_longer_served(api: Kube, ns: str) -> None:
+    """A CRD whose versions are all unserved still takes its objects with it: upstream's finalizer
+    deletes them through the storage version's store, so recreating the CRD brings none back."""
+    name = f"thingies.{GROUP}"
+    _install(api, _crd("thingies", "Thingy", [_version("v1")]))
+    path = f"/apis/{GROUP}/v1/namespaces/{ns}/thingies"
+    api.ok("POST", path, {"apiVersion": f"{GROUP}/v1", "kind": "Thingy", "metadata": {"name": "t"}})
+    unserved = [{"op": "replace", "path": "/spec/versions/0/served", "value": False}]
+    resp = api.patch(f"{CRD_PATH}/{name}", unserved, "json")
+    assert resp.status == 200, resp.body
+    poll(lambda: not _discovered(api, "v1", "thingies"))
+    assert api.delete(f"{CRD_PATH}/{name}").status == 200
+    poll(lambda: api.get(f"{CRD_PATH}/{name}").status == 404)
+    _install(api, _crd("thingies", "Thingy", [_version("v1")]))
+    assert api.ok("GET", path)["items"] == []
+    api.ok("DELETE", f"{CRD_PATH}/{name}")
+
+
 def test_crd_deletion_completes_while_its_objects_are_written(api: Kube, ns: str) -> None:
     """Writes to a custom object while its CRD is terminating do not stop the deletion: the object's
     own finalizer holds the CRD, and once it goes the objects, the CRD and its discovery entry go

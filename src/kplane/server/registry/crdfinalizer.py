@@ -44,7 +44,7 @@ from typing import Any
 
 from kplane._util.clock import Clock
 from kplane.api import errors
-from kplane.api.catalog import Catalog, ResourceRecord
+from kplane.api.catalog import ResourceRecord
 from kplane.api.gvk import GroupResource
 from kplane.server import storage
 from kplane.server.registry import crdconditions, deletion, store
@@ -139,15 +139,15 @@ class CRDFinalizer:
     def __init__(
         self,
         registry: store.Registry,
-        catalog: Catalog,
         clock: Clock,
         *,
         crd_record: Callable[[], ResourceRecord],
+        storage_record: Callable[[Object], ResourceRecord | None],
     ) -> None:
         self._registry = registry
-        self._catalog = catalog
         self._clock = clock
         self._crd_record = crd_record
+        self._storage_record = storage_record
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
     def finish(self, name: str, gr: GroupResource) -> None:
@@ -208,9 +208,11 @@ class CRDFinalizer:
         if gr in OVERLAPPING_BUILT_INS:
             final = OVERLAPPING
         elif crdconditions.is_true(crd, "Established"):
-            records = [r for r in self._catalog if r.group_resource == gr]
-            if records:
-                outcome, problem = await self._delete_instances(records[0])
+            # through the storage version's record, served or not (upstream's finalizer uses the
+            # storage version's store): no object outlives its CRD
+            record = self._storage_record(crd)
+            if record is not None:
+                outcome, problem = await self._delete_instances(record)
                 if problem is not None:
                     await self._report(name, uid, problem)
                 if outcome is not None:

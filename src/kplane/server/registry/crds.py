@@ -57,70 +57,77 @@ def _scope(spec: Object) -> str:
 
 
 def crd_records(crd: Object) -> list[ResourceRecord]:
-    """The catalog records of an established CRD, preferred version first."""
+    """The catalog records of an established CRD: one per served version, preferred version first."""
+    served = [v for v in (crd.get("spec") or {}).get("versions") or [] if v.get("served")]
+    served.sort(key=lambda v: version_priority(v["name"]))
+    return [_record(crd, v, preferred=i == 0) for i, v in enumerate(served)]
+
+
+def storage_record(crd: Object) -> ResourceRecord | None:
+    """The record of the CRD's storage version, served or not (None without one): what its objects
+    are deleted through when the CRD goes, as upstream's finalizer uses the storage version's store."""
+    for v in (crd.get("spec") or {}).get("versions") or []:
+        if v.get("storage"):
+            return _record(crd, v, preferred=False)
+    return None
+
+
+def _record(crd: Object, v: Object, *, preferred: bool) -> ResourceRecord:
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     group = spec.get("group", "")
-    versions = [v for v in spec.get("versions") or [] if v.get("served")]
-    storage_version = next((v["name"] for v in spec.get("versions") or [] if v.get("storage")), "")
-    versions.sort(key=lambda v: version_priority(v["name"]))
+    storage_version = next((x["name"] for x in spec.get("versions") or [] if x.get("storage")), "")
     kind = names.get("kind", "")
     raw_conversion = spec.get("conversion")
     conversion: Object = raw_conversion if isinstance(raw_conversion, dict) else {}
     webhook = conversion.get("webhook") if conversion.get("strategy") == "Webhook" else None
     webhook = webhook if isinstance(webhook, dict) else None
-    terminating = bool((crd.get("metadata") or {}).get("deletionTimestamp"))
-    records = []
-    for i, v in enumerate(versions):
-        subs = v.get("subresources") or {}
-        scale_cfg = subs.get("scale")
-        scale = None
-        if isinstance(scale_cfg, dict):
-            scale = ScaleSpec(
-                spec_replicas_path=scale_cfg.get("specReplicasPath", ".spec.replicas"),
-                status_replicas_path=scale_cfg.get("statusReplicasPath", ".status.replicas"),
-                label_selector_path=scale_cfg.get("labelSelectorPath"),
-            )
-        columns = tuple(
-            PrinterColumn(
-                name=c.get("name", ""),
-                type=c.get("type", "string"),
-                json_path=c.get("jsonPath", ""),
-                format=c.get("format", ""),
-                description=c.get("description", ""),
-                priority=int(c.get("priority", 0)),
-            )
-            for c in v.get("additionalPrinterColumns") or []
+    subs = v.get("subresources") or {}
+    scale_cfg = subs.get("scale")
+    scale = None
+    if isinstance(scale_cfg, dict):
+        scale = ScaleSpec(
+            spec_replicas_path=scale_cfg.get("specReplicasPath", ".spec.replicas"),
+            status_replicas_path=scale_cfg.get("statusReplicasPath", ".status.replicas"),
+            label_selector_path=scale_cfg.get("labelSelectorPath"),
         )
-        schema = ((v.get("schema") or {}).get("openAPIV3Schema")) or None
-        selectable = tuple(
-            s.get("jsonPath", "").lstrip(".") for s in v.get("selectableFields") or [] if s.get("jsonPath")
+    columns = tuple(
+        PrinterColumn(
+            name=c.get("name", ""),
+            type=c.get("type", "string"),
+            json_path=c.get("jsonPath", ""),
+            format=c.get("format", ""),
+            description=c.get("description", ""),
+            priority=int(c.get("priority", 0)),
         )
-        records.append(
-            ResourceRecord(
-                group=group,
-                version=v["name"],
-                plural=names.get("plural", ""),
-                singular=names.get("singular") or kind.lower(),
-                kind=kind,
-                list_kind=names.get("listKind") or kind + "List",
-                scope=_scope(spec),  # type: ignore[arg-type]
-                short_names=tuple(names.get("shortNames") or ()),
-                categories=tuple(names.get("categories") or ()),
-                has_status=isinstance(subs.get("status"), dict),
-                scale=scale,
-                printer_columns=columns,
-                field_selectors=selectable,
-                schema=schema,
-                storage_version=storage_version,
-                custom=True,
-                preferred=i == 0,
-                tracks_generation=True,
-                conversion_webhook=webhook,
-                terminating=terminating,
-            )
-        )
-    return records
+        for c in v.get("additionalPrinterColumns") or []
+    )
+    schema = ((v.get("schema") or {}).get("openAPIV3Schema")) or None
+    selectable = tuple(
+        s.get("jsonPath", "").lstrip(".") for s in v.get("selectableFields") or [] if s.get("jsonPath")
+    )
+    return ResourceRecord(
+        group=group,
+        version=v["name"],
+        plural=names.get("plural", ""),
+        singular=names.get("singular") or kind.lower(),
+        kind=kind,
+        list_kind=names.get("listKind") or kind + "List",
+        scope=_scope(spec),  # type: ignore[arg-type]
+        short_names=tuple(names.get("shortNames") or ()),
+        categories=tuple(names.get("categories") or ()),
+        has_status=isinstance(subs.get("status"), dict),
+        scale=scale,
+        printer_columns=columns,
+        field_selectors=selectable,
+        schema=schema,
+        storage_version=storage_version,
+        custom=True,
+        preferred=preferred,
+        tracks_generation=True,
+        conversion_webhook=webhook,
+        terminating=bool((crd.get("metadata") or {}).get("deletionTimestamp")),
+    )
 
 
 def _validate_crd(crd: Object, old: Object | None = None) -> list[errors.FieldError]:
@@ -358,7 +365,9 @@ class CRDController:
         self.catalog = catalog
         self.clock = clock
         self._task: asyncio.Task[None] | None = None
-        self._finalizer = crdfinalizer.CRDFinalizer(registry, catalog, clock, crd_record=self.crd_record)
+        self._finalizer = crdfinalizer.CRDFinalizer(
+            registry, clock, crd_record=self.crd_record, storage_record=storage_record
+        )
         self._establishing: dict[str, asyncio.Task[None]] = {}
         registry.after_write(
             self._after_write, resource=("apiextensions.k8s.io", "customresourcedefinitions")
