@@ -322,7 +322,29 @@ async def test_bad_requests_get_errored_reviews(server: WebhookServer) -> None:
     assert code == 404
 
 
+@hub
+@markers.kind(group=GROUP, version="v1", kind="Sprocket")
+class Sprocket(msgspec.Struct, kw_only=True):
+    metadata: meta_v1.ObjectMeta | None = None
+
+
+@markers.kind(group=GROUP, version="v2", kind="Sprocket")
+class SprocketV2(msgspec.Struct, kw_only=True):
+    metadata: meta_v1.ObjectMeta | None = None
+
+    def convert_to(self) -> Sprocket:
+        raise RuntimeError("a bug in the converter")
+
+    @classmethod
+    def convert_from(cls, hub: Sprocket) -> SprocketV2:
+        raise RuntimeError("a bug in the converter")
+
+
 async def test_a_failing_handler_answers_500(tmp_path: Path) -> None:
+    """A handler or converter that raises is answered as upstream recovers a panic, and counted in
+    controller_runtime_webhook_panics_total / controller_runtime_conversion_webhook_panics_total
+    (controller-runtime pkg/webhook/admission/metrics, pkg/webhook/conversion/metrics)."""
+
     class Broken:
         def default(self, obj: Any) -> None:
             raise RuntimeError("boom")
@@ -330,11 +352,18 @@ async def test_a_failing_handler_answers_500(tmp_path: Path) -> None:
     async def explode(request: Any) -> Any:
         raise RuntimeError("boom")
 
-    srv = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=tmp_path, self_signed=True))
+    metrics = runtime.Metrics()
+    options = WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=tmp_path, self_signed=True)
+    srv = WebhookServer(options, metrics=metrics)
     srv.register("/explode", explode)
     srv.register("/broken", DefaultingHandler(dict, Broken()))
+    srv.converter().register(Sprocket)
+    srv.converter().register(SprocketV2)
     await srv.listen()
     try:
+        text = metrics.exposition().decode()
+        assert "controller_runtime_webhook_panics_total 0.0" in text
+        assert "controller_runtime_conversion_webhook_panics_total 0.0" in text
         _, body = await post(srv, "/explode", review("CREATE", gizmo()))
         assert body["response"] == {
             "uid": UID,
@@ -348,6 +377,12 @@ async def test_a_failing_handler_answers_500(tmp_path: Path) -> None:
             "reason": "Forbidden",
             "message": "boom",
         }
+        sprocket = {"apiVersion": f"{GROUP}/v2", "kind": "Sprocket", "metadata": {"name": "s"}}
+        _, body = await post(srv, "/convert", conversion_review(f"{GROUP}/v1", sprocket))
+        assert body["response"]["result"]["message"] == "internal error occurred during conversion"
+        text = metrics.exposition().decode()
+        assert "controller_runtime_webhook_panics_total 1.0" in text  # /explode; /broken is a denial
+        assert "controller_runtime_conversion_webhook_panics_total 1.0" in text
     finally:
         await srv.close()
 

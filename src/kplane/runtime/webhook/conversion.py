@@ -20,7 +20,7 @@ as upstream's ``errored``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import msgspec
@@ -50,7 +50,11 @@ class ConversionError(Exception):
 class Converter:
     """Converts between the versions of the kinds given (hub-and-spoke, module docstring)."""
 
-    def __init__(self, types: Iterable[type[Any]] = ()) -> None:
+    def __init__(
+        self, types: Iterable[type[Any]] = (), *, on_panic: Callable[[], None] | None = None
+    ) -> None:
+        """``on_panic`` is called when a converter raises something other than ``ConversionError``."""
+        self._on_panic = on_panic
         self._types: dict[GroupVersionKind, type[Any]] = {}
         for cls in types:
             self.register(cls)
@@ -119,6 +123,8 @@ class Converter:
         except ConversionError as err:
             response["result"] = {"metadata": {}, "status": "Failure", "message": str(err)}
         except Exception:  # a converter's own bug: upstream recovers panics the same way
+            if self._on_panic is not None:
+                self._on_panic()
             response["result"] = {
                 "metadata": {},
                 "status": "Failure",

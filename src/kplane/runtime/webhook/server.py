@@ -120,7 +120,9 @@ class WebhookServer:
         """The one converter served on ``/convert`` (created and registered on first use)."""
         route = self._routes.get("/convert")
         if route is None:
-            route = conversion.Converter()
+            route = conversion.Converter(
+                on_panic=self._metrics.conversion_panics.inc if self._metrics else None
+            )
             self._routes["/convert"] = route
         if not isinstance(route, conversion.Converter):
             raise ValueError("/convert is registered to an admission handler")
@@ -221,7 +223,7 @@ class WebhookServer:
             if isinstance(route, conversion.Converter):
                 response = await _convert(route, request)
             else:
-                response = await _admit(route, request)
+                response = await _admit(route, request, self._metrics)
         finally:
             if gauge is not None:
                 gauge.dec()
@@ -253,7 +255,7 @@ async def _read_body(request: web.Request) -> bytes | None:
     return None
 
 
-async def _admit(handler: admission.Handler, request: web.Request) -> web.Response:
+async def _admit(handler: admission.Handler, request: web.Request, metrics: Any) -> web.Response:
     body = await _read_body(request)
     if body is None:
         return _errored_review(413, f"request entity is too large; limit is {MAX_REQUEST_SIZE} bytes")
@@ -277,6 +279,8 @@ async def _admit(handler: admission.Handler, request: web.Request) -> web.Respon
         response = await handler(req)
     except Exception as err:
         log.error("webhook handler failed", exc_info=err)
+        if metrics is not None:
+            metrics.webhook_panics.inc()
         response = admission.errored(500, f"panic: {err} [recovered]")
     response.complete(req.uid)
     return _json({"apiVersion": api_version, "kind": "AdmissionReview", "response": response.to_dict()})
