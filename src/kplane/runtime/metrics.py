@@ -96,11 +96,13 @@ class Metrics:
         self.webhook_in_flight = gauge(
             prefix + "webhook_requests_in_flight", "Webhook requests being served", hook
         )
-        # Unlabelled, so each is exposed at 0 from the start, as upstream initialises them.
-        self.webhook_panics = counter(prefix + "webhook_panics", "Total number of webhook panics", [])
+        # Unlabelled series created now, so each is exposed at 0 from the start as upstream's are.
+        self.webhook_panics = counter(
+            prefix + "webhook_panics", "Total number of webhook panics", []
+        ).labels()
         self.conversion_panics = counter(
             prefix + "conversion_webhook_panics", "Total number of conversion webhook panics", []
-        )
+        ).labels()
         self.leader = gauge("leader_election_master_status", "1 while this process holds the lease", ["name"])
         self._request_series: dict[
             tuple[str, str, str], tuple[promseries.CounterSeries, promseries.HistogramSeries]
