@@ -150,3 +150,20 @@ def test_exec_answers_that_no_container_runs(cluster: Server) -> None:
     res = cluster.kubectl("exec", "sleeper", "--", "true", check=False)
     assert res.returncode != 0
     assert "simulated" in res.stderr
+
+
+def test_metrics_merge_the_controllers_without_duplicate_families(cluster: Server) -> None:
+    """``/metrics`` of ``kplane serve`` appends its controllers' registry to its own: each family
+    appears once (the controllers leave out ``process_*``, which the server already exposes; a
+    Prometheus parser refuses a family given twice)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    deadline = time.monotonic() + 20
+    while True:  # the controllers' registry is merged once their process serves it
+        text = cluster.kubectl("get", "--raw", "/metrics").stdout
+        names = [family.name for family in text_string_to_metric_families(text)]
+        if "controller_runtime_reconcile" in names or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert "controller_runtime_reconcile" in names and "process_resident_memory_bytes" in names
+    assert len(names) == len(set(names)), sorted(n for n in set(names) if names.count(n) > 1)

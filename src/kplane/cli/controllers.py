@@ -91,6 +91,11 @@ def add_parser(sub: Any) -> None:
         " 127.0.0.1:0, a free loopback port), unix:PATH (a Unix domain socket, mode 0600; what"
         " `kplane serve` uses) or 0 (off); printed on standard output as `metrics: URL` once it listens",
     )
+    p.add_argument(
+        "--no-process-metrics",
+        action="store_true",
+        help="leave process_* out of /metrics (`kplane serve` merges these into its own, which has them)",
+    )
     p.add_argument("--log-level", default="WARNING", help="Python logging level (default WARNING)")
     p.set_defaults(func=run)
 
@@ -118,7 +123,9 @@ async def _main(args: argparse.Namespace) -> int:
     )
     config = dataclasses.replace(loaded, qps=0.0)  # the server's fairness protects it, as controller-runtime
     options = runtime.ManagerOptions(
-        metrics_bind_address=args.metrics_bind_address, graceful_shutdown_timeout=2.0
+        metrics_bind_address=args.metrics_bind_address,
+        graceful_shutdown_timeout=2.0,
+        process_metrics=not args.no_process_metrics,
     )
     if args.leader_elect:
         # as kube-controller-manager's replicas do: one Lease, the holder runs every controller

@@ -164,6 +164,7 @@ async def start(server: Any, *, nodes: int) -> Controllers:
         "--stop-on-stdin-close",
         "--metrics-bind-address",
         "unix:" + socket_path,
+        "--no-process-metrics",  # the server's /metrics has its own process_* and merges these
         "--log-level",
         logging.getLevelName(logging.getLogger().getEffectiveLevel()),
     ]

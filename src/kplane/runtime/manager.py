@@ -75,7 +75,7 @@ class Manager:
         self.options = opts = options or ManagerOptions()
         self.clock: clock_mod.Clock = clock or clock_mod.RealClock()
         self.api = api or typed_mod.Client(config or config_mod.Config.load())
-        self.metrics = metrics_mod.Metrics()
+        self.metrics = metrics_mod.Metrics(process=opts.process_metrics)
         self.api.rest.observer = self.metrics.observe_request
         self.tracer: tracing.Tracer | None = None
         if opts.reconcile_traces > 0:

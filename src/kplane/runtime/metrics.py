@@ -45,7 +45,11 @@ class ControllerMetrics:
 class Metrics:
     """The manager's registry and every metric family it serves."""
 
-    def __init__(self, registry: prometheus_client.CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, registry: prometheus_client.CollectorRegistry | None = None, *, process: bool = True
+    ) -> None:
+        """``process`` adds the ``process_*`` families (off where another process's ``/metrics``
+        already has them and merges this registry's into it)."""
         reg = self.registry = registry or prometheus_client.CollectorRegistry()
 
         def counter(name: str, doc: str, labels: list[str]) -> promseries.Counter:
@@ -108,6 +112,11 @@ class Metrics:
             tuple[str, str, str], tuple[promseries.CounterSeries, promseries.HistogramSeries]
         ] = {}
         self.queue_provider = workqueue_metrics.PrometheusMetricsProvider(reg, controller_label=True)
+        # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds... : the names
+        # of client_golang's process collector, which controller-runtime registers. Its Go runtime
+        # collector (go_*) has no Python counterpart of the same names and is left out.
+        if process:
+            prometheus_client.ProcessCollector(registry=reg)
 
     def controller(self, name: str, max_concurrent_reconciles: int) -> ControllerMetrics:
         """The series of controller ``name``, every result pre-set to 0 as upstream does at start."""

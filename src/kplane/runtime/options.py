@@ -18,10 +18,12 @@ class ManagerOptions:
     Endpoints: ``metrics_bind_address`` serves ``/metrics`` (``"0"`` disables; port 0 picks a free
     port). controller-runtime binds ``:8080`` on every interface; kplane binds loopback by default,
     as ``kplane serve`` does, and serving further is an explicit choice. ``health_probe_bind_address``
-    serves ``/healthz`` and ``/readyz`` (``""`` disables, as upstream). ``/readyz`` fails while an
-    informer has not synced, has stopped, or has kept failing to list and watch for longer than
-    ``watch_failure_grace`` seconds (its cache no longer follows the server; upstream has no such
-    check: kplane's, so a replica cut off from the API server leaves the Service's endpoints).
+    serves ``/healthz`` and ``/readyz`` (``""`` disables, as upstream). ``process_metrics`` adds the
+    ``process_*`` families to ``/metrics``, as controller-runtime's registry has them. ``/readyz``
+    fails while an informer has not synced, has stopped, or has kept failing to list and watch for
+    longer than ``watch_failure_grace`` seconds (its cache no longer follows the server; upstream
+    has no such check: kplane's, so a replica cut off from the API server leaves the Service's
+    endpoints).
 
     Leader election (off by default): the Lease ``leader_election_namespace/leader_election_id``,
     timings 15/10/2 s. ``leader_election_release_on_cancel`` defaults to True where upstream's is
@@ -43,6 +45,7 @@ class ManagerOptions:
     sync_period: float = 10 * 3600.0
     cache_sync_timeout: float = 120.0
     watch_failure_grace: float = 60.0
+    process_metrics: bool = True
     metrics_bind_address: str = "127.0.0.1:8080"
     health_probe_bind_address: str = ""
     leader_election: bool = False

@@ -66,6 +66,8 @@ async def test_metrics_and_probes(kplane: testing.ControlPlane) -> None:
             'workqueue_queue_duration_seconds_bucket{controller="configmap",le="1e-08",name="configmap"}',
             'rest_client_requests_total{code="200",host="127.0.0.1:',
             'rest_client_request_duration_seconds_bucket{host="127.0.0.1:',
+            "process_resident_memory_bytes ",  # controller-runtime registers the process collector
+            "process_cpu_seconds_total ",
         ):
             assert prefix in text, prefix
         probes = manager.servers["probes"].url
