@@ -59,7 +59,7 @@ def set_controller_reference(owner: Obj, obj: Obj) -> None:
     ref = owner_reference(owner_view, controller=True)
     existing = controller_of(viewed)
     if existing is not None and not _same(existing, ref):
-        raise AlreadyOwnedError(viewed, existing)
+        raise AlreadyOwnedError(obj, existing)
     _upsert(viewed, ref)
     _meta.write_back(obj, viewed)
 

@@ -55,6 +55,9 @@ async def test_models_in_models_out_with_helpers(kplane: testing.ControlPlane) -
             match="Object default/child is already owned by another ConfigMap controller owner",
         ):
             runtime.set_controller_reference(other, child)
+        with pytest.raises(runtime.AlreadyOwnedError) as owned:
+            runtime.set_controller_reference(other, child)
+        assert owned.value.object is child and owned.value.owner["name"] == "owner"
 
         assert finalizers.remove_finalizer(owner, FINALIZER)
         owner = await client.update(owner)
