@@ -29,8 +29,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
+import msgspec
+
 from kplane._util import clock as clock_mod
 from kplane.api import errors
+from kplane.client import typed
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +288,10 @@ class EventRecorder:
 
 
 def object_reference(obj: Any) -> Object:
-    """An ``ObjectReference`` to ``obj``: kind, apiVersion, namespace, name, uid, resourceVersion."""
+    """An ``ObjectReference`` to ``obj`` (a JSON object or a typed model): kind, apiVersion,
+    namespace, name, uid, resourceVersion."""
+    if isinstance(obj, msgspec.Struct):
+        obj = typed.to_json(obj)
     if not isinstance(obj, Mapping):
         raise TypeError(f"cannot build an object reference to {type(obj).__name__}")
     if "metadata" not in obj:  # already a reference

@@ -119,6 +119,17 @@ def is_model_class(ref: Any) -> bool:
     )
 
 
+def to_json(obj: msgspec.Struct) -> dict[str, Any]:
+    """A model instance as a JSON-shaped dict; ``apiVersion``/``kind`` left unset come from its
+    class's ``gvk`` (as a Go object's kind comes from the scheme)."""
+    out: dict[str, Any] = msgspec.to_builtins(obj)
+    gvk = getattr(type(obj), "gvk", None)
+    if isinstance(gvk, GroupVersionKind):
+        out.setdefault("apiVersion", gvk.api_version)
+        out.setdefault("kind", gvk.kind)
+    return out
+
+
 def resource_of(model: type[Any]) -> dynamic.ResourceRef:
     """The resource serving ``model``: a ``Resource`` for built-in kinds, else its GVK for the mapper."""
     gvk: GroupVersionKind = model.gvk

@@ -48,12 +48,7 @@ def to_dict(obj: Object | msgspec.Struct) -> Object:
     from the scheme."""
     if isinstance(obj, dict):
         return obj
-    out: Object = msgspec.to_builtins(obj)
-    gvk = getattr(type(obj), "gvk", None)
-    if isinstance(gvk, GroupVersionKind):
-        out.setdefault("apiVersion", f"{gvk.group}/{gvk.version}" if gvk.group else gvk.version)
-        out.setdefault("kind", gvk.kind)
-    return out
+    return typed_mod.to_json(obj)
 
 
 def gvk_of(obj: Object) -> GroupVersionKind:

@@ -11,6 +11,7 @@ import pytest
 from kplane._util import clock as clock_mod
 from kplane.api import errors
 from kplane.client import events as events_mod
+from kplane.client.models import core_v1, meta_v1
 from tests.unit.informers import _live
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default", "uid": "u-1"}}
@@ -85,6 +86,13 @@ async def test_spam_filter_allows_a_burst_of_25_per_object() -> None:
 def test_object_reference_keeps_identity_fields() -> None:
     """object_reference keeps identity fields only."""
     ref = events_mod.object_reference(POD)
+    assert ref == {"kind": "Pod", "apiVersion": "v1", "namespace": "default", "name": "web", "uid": "u-1"}
+
+
+def test_object_reference_to_a_model() -> None:
+    """A typed model is referred to as its JSON form, kind and apiVersion from its class when unset."""
+    pod = core_v1.Pod(metadata=meta_v1.ObjectMeta(name="web", namespace="default", uid="u-1"))
+    ref = events_mod.object_reference(pod)
     assert ref == {"kind": "Pod", "apiVersion": "v1", "namespace": "default", "name": "web", "uid": "u-1"}
 
 
