@@ -88,13 +88,12 @@ declared on the reconciler; ``make manifests`` turns them into ``config/rbac/rol
 
 from __future__ import annotations
 
-import msgspec
 from kplane import runtime
 from kplane.api import errors
 from kplane.runtime import conditions, rbac
 
 from $package.api.$version import GROUP
-from $package.api.$version.$module import $kind, ${kind}Status
+from $package.api.$version.$module import Condition, $kind, ${kind}Status
 
 
 @rbac.permission(
@@ -117,18 +116,18 @@ class ${kind}Reconciler:
             return runtime.Result()  # deleted: objects it owns go with it
         # TODO(user): make the world match obj.spec here (create or update owned objects...).
         generation = obj.metadata.generation if obj.metadata else None
-        status = obj.status or ${kind}Status()
-        conds = [msgspec.to_builtins(c) for c in status.conditions or []]
-        ready = {
-            "type": "Ready",
-            "status": "True",
-            "reason": "Reconciled",
-            "message": "the spec is applied",
-            "observedGeneration": generation,
-        }
+        status = obj.status = obj.status or ${kind}Status()
+        conds = status.conditions = status.conditions or []
+        ready = Condition(
+            type="Ready",
+            status="True",
+            reason="Reconciled",
+            message="the spec is applied",
+            last_transition_time="",  # set_status_condition stamps it when the status changes
+            observed_generation=generation,
+        )
         if conditions.set_status_condition(conds, ready) or status.observed_generation != generation:
-            status_dict = {"observedGeneration": generation, "conditions": conds}
-            obj.status = msgspec.convert(status_dict, ${kind}Status)
+            status.observed_generation = generation
             await self.client.update_status(obj)
             runtime.logger().info("reconciled generation %s", generation)
         return runtime.Result()

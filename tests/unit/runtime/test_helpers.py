@@ -162,6 +162,28 @@ def test_set_status_condition_transition_time() -> None:
     assert conditions.remove_status_condition(conds, "Ready") and conds == []
 
 
+def test_set_status_condition_on_models() -> None:
+    """A list of condition models follows the same rules and stays a list of models."""
+    clock = clock_mod.FakeClock(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
+    conds: list[meta_v1.Condition] = []
+    ready = meta_v1.Condition(type="Ready", status="False", reason="Pending", message="wait")
+    assert conditions.set_status_condition(conds, ready, clock=clock)
+    assert isinstance(conds[0], meta_v1.Condition)
+    assert conds[0].last_transition_time == datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    clock.step(60)
+    waiting = meta_v1.Condition(type="Ready", status="False", reason="Pending", message="still waiting")
+    assert conditions.set_status_condition(conds, waiting, clock=clock)
+    assert not conditions.set_status_condition(conds, waiting, clock=clock)
+    assert conds[0].last_transition_time == datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    up = meta_v1.Condition(type="Ready", status="True", reason="Up", message="", observed_generation=3)
+    assert conditions.set_status_condition(conds, up, clock=clock)
+    assert conds[0].last_transition_time == datetime.datetime(2026, 1, 1, 0, 1, tzinfo=datetime.UTC)
+    assert conds[0].observed_generation == 3
+    assert conditions.is_status_condition_true(conds, "Ready")
+    assert conditions.find_status_condition(conds, "Ready") is conds[0]
+    assert conditions.remove_status_condition(conds, "Ready") and conds == []
+
+
 @pytest.mark.parametrize(
     ("original", "modified", "patch"),
     [
