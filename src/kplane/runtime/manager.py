@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import copy
 import logging
+import pathlib
 import signal
 from collections.abc import Coroutine
 from typing import Any, Protocol
@@ -246,11 +247,12 @@ class Manager:
 
     async def _elect(self, leaders: list[Runnable]) -> None:
         opts = self.options
-        if not opts.leader_election_id or not opts.leader_election_namespace:
-            raise ValueError("leader election needs leader_election_id and leader_election_namespace")
+        if not opts.leader_election_id:
+            raise ValueError("leader_election_id must be configured")
+        namespace = opts.leader_election_namespace or _in_cluster_namespace()
         lock = leaderelection.LeaseLock(
-            self.api.dynamic.resource(LEASES, opts.leader_election_namespace),
-            namespace=opts.leader_election_namespace,
+            self.api.dynamic.resource(LEASES, namespace),
+            namespace=namespace,
             name=opts.leader_election_id,
             identity=opts.leader_election_identity,
         )
@@ -331,3 +333,16 @@ def _group(runnable: Runnable) -> str:
 
 def _ping() -> None:
     return None
+
+
+def _in_cluster_namespace() -> str:
+    """The pod's namespace, where the Lease goes when no namespace is configured (upstream's
+    ``getInClusterNamespace``, with its messages)."""
+    path = pathlib.Path(config_mod.SERVICE_ACCOUNT_DIR) / "namespace"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        reason = "not running in-cluster, please specify leader_election_namespace"
+    except OSError as err:
+        reason = f"error reading namespace file: {err}"
+    raise ValueError(f"unable to find leader election namespace: {reason}")

@@ -25,7 +25,8 @@ class ManagerOptions:
     has no such check: kplane's, so a replica cut off from the API server leaves the Service's
     endpoints).
 
-    Leader election (off by default): the Lease ``leader_election_namespace/leader_election_id``,
+    Leader election (off by default): the Lease ``leader_election_namespace/leader_election_id``
+    (the namespace defaults to the pod's, read from its service account, as upstream's does),
     timings 15/10/2 s. ``leader_election_release_on_cancel`` defaults to True where upstream's is
     False: a clean stop hands over at once instead of after a lease duration.
 

@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from kplane import runtime, testing
+from kplane.client import config as config_mod
 from kplane.client import typed
 from kplane.runtime import serving
 from tests.e2e import runtime_support as rs
@@ -233,3 +234,27 @@ async def test_readyz_fails_while_watches_keep_failing(kplane_clock: testing.Aut
 
                 await testing.eventually(ready, timeout=20)
     assert plan.count(testing.DropWatches) > 2
+
+
+async def test_lease_namespace_defaults_to_the_pods(
+    kplane: testing.ControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without leader_election_namespace the Lease goes to the pod's namespace (the service account's
+    ``namespace`` file), as controller-runtime's getInClusterNamespace; outside a pod, start fails
+    with upstream's message."""
+    assert kplane.config is not None
+    monkeypatch.setattr(config_mod, "SERVICE_ACCOUNT_DIR", str(tmp_path))
+    options = {"leader_election": True, "leader_election_id": "ns-default-test"}
+    manager = rs.new_manager(kplane.config, **options)
+    with pytest.raises(
+        ValueError,
+        match=r"^unable to find leader election namespace: not running in-cluster, please specify "
+        r"leader_election_namespace$",
+    ):
+        await manager.start()
+    await manager.api.close()
+    (tmp_path / "namespace").write_text("kube-system\n")
+    manager = rs.new_manager(kplane.config, **options)
+    async with rs.running(manager):
+        lease = await kplane.client.dynamic.resource("leases", "kube-system").get("ns-default-test")
+        assert lease["spec"]["holderIdentity"]
