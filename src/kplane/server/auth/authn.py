@@ -153,6 +153,11 @@ class Authenticator:
         self._tokens = tokens
         self.bearer = bearer
         self._certificates = certificates
+        # A credential's user with system:authenticated, built once: later layers key memos on the
+        # user's identity (authorization attributes, a write's requester), so a token must not
+        # give a new UserInfo on every request. Bounded: users come from the table or the bearer
+        # authenticator's own bounded cache.
+        self._authenticated: dict[int, tuple[UserInfo, UserInfo]] = {}
 
     @classmethod
     def from_pki(
@@ -184,7 +189,19 @@ class Authenticator:
         user = self._tokens.lookup(token)
         if user is None and self.bearer is not None and token.count(".") == 2:
             user = self.bearer.authenticate(token)
-        return None if user is None else with_group(user, AUTHENTICATED_GROUP)
+        if user is None:
+            return None
+        hit = self._authenticated.get(id(user))
+        if hit is not None and hit[0] is user:
+            return hit[1]
+        grouped = with_group(user, AUTHENTICATED_GROUP)
+        if len(self._authenticated) >= _AUTHENTICATED_BOUND:
+            self._authenticated.clear()
+        self._authenticated[id(user)] = (user, grouped)  # holds ``user``: its id is not reused meanwhile
+        return grouped
+
+
+_AUTHENTICATED_BOUND = 4096
 
 
 def bearer_token(authorization: str) -> str | None:

@@ -83,6 +83,15 @@ def test_token_file_user(authenticator: authn.Authenticator) -> None:
     )
 
 
+def test_a_token_gives_the_same_user_each_time(authenticator: authn.Authenticator) -> None:
+    """A token's user (system:authenticated added) is one object across requests, so the memos that
+    key on a user's identity (authorization attributes, a write's requester) hit for token clients."""
+    first = authenticator.authenticate("Bearer bobtoken")
+    again = authenticator.authenticate("Bearer bobtoken")
+    assert first is not None and first is again
+    assert first.groups == ("devs", "viewers", "system:authenticated")
+
+
 @pytest.mark.parametrize(
     "header",
     [None, "", "Bearer", "Bearer ", "Bearer wrong", "Bearer bobtoke", "Bearer bobtokenx",
